@@ -1,0 +1,55 @@
+#include "batch_builder.h"
+
+#include <cstring>
+
+namespace gpp {
+
+void BatchBuilder::reset(uint32_t linktype) {
+  linktype_ = linktype;
+  descs_.clear();
+  data_.clear();
+}
+
+void BatchBuilder::add(const uint8_t *data, uint32_t caplen, uint32_t wirelen,
+                       uint64_t timestamp_ns, uint64_t packet_number) {
+  GppPacketDesc d{};
+  d.timestamp_ns = timestamp_ns;
+  d.packet_number = packet_number;
+  d.offset = static_cast<uint32_t>(data_.size());
+  d.caplen = caplen;
+  d.wirelen = wirelen < caplen ? caplen : wirelen;
+  descs_.push_back(d);
+  data_.insert(data_.end(), data, data + caplen);
+  data_.resize(gpp_align_up(data_.size(), GPP_PACKET_ALIGN), 0);
+}
+
+size_t BatchBuilder::size() const { return gpp_batch_size(packet_count(), data_.size()); }
+
+void BatchBuilder::write(uint8_t *dst) const {
+  const size_t data_start = gpp_batch_data_start(packet_count());
+  GppBatchHeader header{};
+  header.magic = GPP_BATCH_MAGIC;
+  header.version = GPP_BATCH_VERSION;
+  header.header_size = sizeof(GppBatchHeader);
+  header.packet_count = packet_count();
+  header.linktype = linktype_;
+  header.total_size = size();
+  std::memcpy(dst, &header, sizeof header);
+  auto *descs = reinterpret_cast<GppPacketDesc *>(dst + sizeof header);
+  for (size_t i = 0; i < descs_.size(); ++i) {
+    GppPacketDesc d = descs_[i];
+    d.offset += static_cast<uint32_t>(data_start);
+    std::memcpy(&descs[i], &d, sizeof d);
+  }
+  const size_t descs_end = sizeof header + descs_.size() * sizeof(GppPacketDesc);
+  std::memset(dst + descs_end, 0, data_start - descs_end);
+  if (!data_.empty()) std::memcpy(dst + data_start, data_.data(), data_.size());
+}
+
+std::vector<uint8_t> BatchBuilder::finish() const {
+  std::vector<uint8_t> out(size());
+  write(out.data());
+  return out;
+}
+
+} // namespace gpp

@@ -1,0 +1,39 @@
+// Builds packet batches in the format of <gpupacket/packet-batch.h>.  Host
+// only; used by pcapsrc, the tests and the benchmarks so that the layout is
+// written in exactly one place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <gpupacket/packet-batch.h>
+
+namespace gpp {
+
+class BatchBuilder {
+public:
+  void reset(uint32_t linktype);
+
+  // Appends one packet; `data` holds `caplen` bytes.
+  void add(const uint8_t *data, uint32_t caplen, uint32_t wirelen, uint64_t timestamp_ns,
+           uint64_t packet_number);
+
+  uint32_t packet_count() const { return static_cast<uint32_t>(descs_.size()); }
+
+  // Bytes the finished batch takes.
+  size_t size() const;
+
+  // Writes the finished batch into `dst`, which holds size() bytes.
+  void write(uint8_t *dst) const;
+
+  // Convenience for tests and tools: the finished batch as a byte vector.
+  std::vector<uint8_t> finish() const;
+
+private:
+  uint32_t linktype_ = 0;
+  std::vector<GppPacketDesc> descs_; // offsets relative to the packet area
+  std::vector<uint8_t> data_;
+};
+
+} // namespace gpp

@@ -1,0 +1,569 @@
+// The per-packet core: parse, validate, checksum and RSS-hash one packet into a
+// GppResult.  This one header is compiled by g++ for the CPU engine and by nvcc
+// for the GPU kernels, so both produce byte-identical records.  Rules for code
+// in here: no allocation, no exceptions, no printf, no reads at or past caplen.
+#pragma once
+
+#include <stdint.h>
+
+#include <gpupacket/packet-batch.h>
+#include <gpupacket/packet-result.h>
+
+#if defined(__CUDACC__)
+#define GPP_HOST_DEVICE __host__ __device__
+#else
+#define GPP_HOST_DEVICE
+#endif
+
+namespace gpp {
+
+constexpr int kRssKeySize = 40;
+
+// What the core needs to know besides the packet.  Plain bytes so it can be
+// copied to the device as a kernel argument.
+struct CoreConfig {
+  uint8_t rss_key[kRssKeySize];
+  uint8_t symmetric_rss;      // hash both directions of a flow alike
+  uint8_t verify_l4_checksum; // TCP/UDP/ICMP/ICMPv6 checksum verification
+};
+
+// The key of the Intel 82599 / Microsoft RSS verification suite, used by most
+// NIC drivers as their default (../shared/data/rss/toeplitz_vectors.csv).
+constexpr uint8_t kDefaultRssKey[kRssKeySize] = {
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3,
+    0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3,
+    0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
+
+// Link types process_packet() parses; any other yields an all-empty record.
+GPP_HOST_DEVICE inline bool linktype_supported(uint32_t linktype) {
+  switch (linktype) {
+  case GPP_LINKTYPE_NULL:
+  case GPP_LINKTYPE_ETHERNET:
+  case GPP_LINKTYPE_RAW:
+  case GPP_LINKTYPE_LOOP:
+  case GPP_LINKTYPE_LINUX_SLL:
+  case GPP_LINKTYPE_IPV4:
+  case GPP_LINKTYPE_IPV6:
+  case GPP_LINKTYPE_LINUX_SLL2:
+    return true;
+  default:
+    return false;
+  }
+}
+
+namespace detail {
+
+constexpr uint16_t kEthertypeIPv4 = 0x0800;
+constexpr uint16_t kEthertypeIPv6 = 0x86dd;
+constexpr uint16_t kEthertypeVlan = 0x8100;
+constexpr uint16_t kEthertypeQinQ = 0x88a8;
+constexpr uint16_t kEthertypeQinQOld = 0x9100;
+constexpr uint16_t kEthertypeMplsUnicast = 0x8847;
+constexpr uint16_t kEthertypeMplsMulticast = 0x8848;
+constexpr uint16_t kMinEthertype = 0x0600; // smaller values are 802.3 lengths
+constexpr int kMaxMplsLabels = 16;
+
+constexpr uint8_t kProtoHopByHop = 0;
+constexpr uint8_t kProtoIcmp = 1;
+constexpr uint8_t kProtoTcp = 6;
+constexpr uint8_t kProtoUdp = 17;
+constexpr uint8_t kProtoRouting = 43;
+constexpr uint8_t kProtoFragment = 44;
+constexpr uint8_t kProtoAh = 51;
+constexpr uint8_t kProtoIcmpv6 = 58;
+constexpr uint8_t kProtoDstOpts = 60;
+
+GPP_HOST_DEVICE inline uint16_t load_be16(const uint8_t *p) {
+  return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+GPP_HOST_DEVICE inline uint32_t load_be32(const uint8_t *p) {
+  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) |
+         (static_cast<uint32_t>(p[2]) << 8) | p[3];
+}
+
+GPP_HOST_DEVICE inline void copy_bytes(uint8_t *dst, const uint8_t *src, int n) {
+  for (int i = 0; i < n; ++i) dst[i] = src[i];
+}
+
+// One's-complement sum of n bytes (big-endian 16-bit words), not yet folded.
+GPP_HOST_DEVICE inline uint32_t ones_sum(const uint8_t *p, uint32_t n, uint32_t sum) {
+  uint32_t i = 0;
+  for (; i + 1 < n; i += 2) sum += load_be16(p + i);
+  if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
+  return sum;
+}
+
+GPP_HOST_DEVICE inline uint16_t fold_sum(uint32_t sum) {
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return static_cast<uint16_t>(sum);
+}
+
+// A header of `need` bytes at `end - need` is missing: was it cut by the
+// capture (truncated) or is the packet itself too short (malformed)?
+GPP_HOST_DEVICE inline uint32_t short_header_flag(uint32_t end, uint32_t wirelen,
+                                                  uint32_t malformed_flag) {
+  return end > wirelen ? malformed_flag : static_cast<uint32_t>(GPP_STATUS_TRUNCATED);
+}
+
+GPP_HOST_DEVICE inline bool is_ipv6_extension(uint8_t proto) {
+  return proto == kProtoHopByHop || proto == kProtoRouting || proto == kProtoFragment ||
+         proto == kProtoDstOpts || proto == kProtoAh;
+}
+
+struct Packet {
+  const uint8_t *bytes;
+  uint32_t caplen;
+  uint32_t wirelen;
+};
+
+// Where the IP layer says the upper layer lives, for checksums.
+struct L4Span {
+  uint32_t offset;       // first byte of the L4 header
+  uint32_t ip_length;    // L4 bytes the IP header declares
+  bool is_fragment;      // checksum cannot be verified on a fragment
+  const uint8_t *final_dst; // IPv6: last routing-header address if any
+};
+
+GPP_HOST_DEVICE inline uint32_t pseudo_header_sum(const GppResult &r, const L4Span &span,
+                                                  uint32_t l4_length) {
+  uint32_t sum = 0;
+  if (r.ip_version == 4) {
+    sum = ones_sum(r.src, 4, sum);
+    sum = ones_sum(r.dst, 4, sum);
+  } else {
+    sum = ones_sum(r.src, 16, sum);
+    sum = ones_sum(span.final_dst ? span.final_dst : r.dst, 16, sum);
+    sum += l4_length >> 16;
+  }
+  sum += l4_length & 0xffff;
+  sum += r.l4_proto;
+  return sum;
+}
+
+// Verifies the TCP/UDP/ICMP/ICMPv6 checksum over `length` bytes when the
+// whole segment was captured; otherwise it stays unverified.
+GPP_HOST_DEVICE inline uint8_t l4_checksum_status(const Packet &pkt, const GppResult &r,
+                                                  const L4Span &span, uint32_t length) {
+  if (span.is_fragment || span.offset + length > pkt.caplen) return GPP_CHECKSUM_UNVERIFIED;
+  const bool pseudo = !(r.l4_proto == kProtoIcmp && r.ip_version == 4);
+  uint32_t sum = pseudo ? pseudo_header_sum(r, span, length) : 0;
+  sum = ones_sum(pkt.bytes + span.offset, length, sum);
+  return fold_sum(sum) == 0xffff ? GPP_CHECKSUM_GOOD : GPP_CHECKSUM_BAD;
+}
+
+GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
+                                     const L4Span &span, uint32_t ip_end, GppResult &r) {
+  const uint8_t proto = r.l4_proto;
+  uint32_t header_len;
+  if (proto == kProtoTcp) header_len = 20;
+  else if (proto == kProtoUdp) header_len = 8;
+  else if (proto == kProtoIcmp || proto == kProtoIcmpv6) header_len = 4;
+  else return; // no header we read: protocol number only
+
+  const uint32_t off = span.offset;
+  r.l4_offset = off;
+  if (span.ip_length < header_len) {
+    r.status |= GPP_STATUS_BAD_L4_HEADER;
+    return;
+  }
+  if (off + header_len > pkt.caplen) {
+    r.status |= GPP_STATUS_TRUNCATED;
+    return;
+  }
+  const uint8_t *h = pkt.bytes + off;
+  r.ip_flags |= GPP_IP_L4_PARSED;
+  r.l4_checksum = GPP_CHECKSUM_UNVERIFIED;
+  uint32_t checked_length = span.ip_length;
+  uint32_t l4_header_len = header_len;
+  if (proto == kProtoTcp) {
+    r.sport = load_be16(h);
+    r.dport = load_be16(h + 2);
+    r.tcp_flags = h[13];
+    l4_header_len = (h[12] >> 4) * 4u;
+    if (l4_header_len < 20 || l4_header_len > span.ip_length) {
+      r.status |= GPP_STATUS_BAD_L4_HEADER;
+      return;
+    }
+  } else if (proto == kProtoUdp) {
+    r.sport = load_be16(h);
+    r.dport = load_be16(h + 2);
+    const uint32_t udp_length = load_be16(h + 4);
+    // IPv6 jumbograms carry UDP length 0 (RFC 2675): the IP length rules.
+    const bool jumbo = udp_length == 0 && r.ip_version == 6 && span.ip_length > 0xffff;
+    if (!jumbo) {
+      if (udp_length < 8 || udp_length > span.ip_length) {
+        r.status |= GPP_STATUS_BAD_L4_HEADER;
+        return;
+      }
+      checked_length = udp_length;
+    }
+    if (r.ip_version == 4 && load_be16(h + 6) == 0) r.l4_checksum = GPP_CHECKSUM_NONE;
+  } else {
+    r.icmp_type = h[0];
+    r.icmp_code = h[1];
+  }
+  const uint32_t payload_offset = off + l4_header_len;
+  const uint32_t data_end = ip_end < pkt.caplen ? ip_end : pkt.caplen;
+  if (proto == kProtoTcp || proto == kProtoUdp) {
+    r.payload_offset = payload_offset;
+    r.payload_length = data_end > payload_offset ? data_end - payload_offset : 0;
+  }
+  if (cfg.verify_l4_checksum && r.l4_checksum == GPP_CHECKSUM_UNVERIFIED)
+    r.l4_checksum = l4_checksum_status(pkt, r, span, checked_length);
+}
+
+GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg, uint32_t off,
+                                       GppResult &r) {
+  const uint8_t *ip = pkt.bytes + off;
+  if ((ip[0] >> 4) != 4) {
+    r.status |= GPP_STATUS_BAD_IP_VERSION;
+    return;
+  }
+  r.ip_version = 4;
+  if (off + 20 > pkt.caplen) {
+    r.status |= short_header_flag(off + 20, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+    return;
+  }
+  const uint32_t header_len = (ip[0] & 0x0f) * 4u;
+  const uint32_t total_len = load_be16(ip + 2);
+  const uint16_t frag = load_be16(ip + 6);
+  r.ip_flags |= GPP_IP_HEADER_PARSED;
+  r.ttl = ip[8];
+  r.l4_proto = ip[9];
+  copy_bytes(r.src, ip + 12, 4);
+  copy_bytes(r.dst, ip + 16, 4);
+  r.frag_offset = static_cast<uint16_t>((frag & 0x1fff) * 8u);
+  if (frag & 0x4000) r.ip_flags |= GPP_IP_DONT_FRAGMENT;
+  if (frag & 0x2000) r.ip_flags |= GPP_IP_MORE_FRAGMENTS;
+  const bool is_fragment = (frag & 0x3fff) != 0;
+  if (is_fragment) r.ip_flags |= GPP_IP_FRAGMENT;
+  if (header_len < 20) {
+    r.status |= GPP_STATUS_BAD_IHL;
+    return;
+  }
+  if (off + header_len > pkt.caplen) {
+    r.ipv4_checksum = GPP_CHECKSUM_UNVERIFIED;
+    r.status |= short_header_flag(off + header_len, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+    return;
+  }
+  r.ipv4_checksum = fold_sum(ones_sum(ip, header_len, 0)) == 0xffff ? GPP_CHECKSUM_GOOD
+                                                                     : GPP_CHECKSUM_BAD;
+  if (total_len < header_len) {
+    r.status |= GPP_STATUS_BAD_IP_LENGTH;
+    return;
+  }
+  if (off + total_len > pkt.wirelen) r.status |= GPP_STATUS_BAD_IP_LENGTH;
+  if (r.frag_offset + (total_len - header_len) > 0xffff) r.status |= GPP_STATUS_BAD_FRAGMENT;
+  if (r.frag_offset != 0) return; // only the first fragment holds the L4 header
+
+  L4Span span;
+  span.offset = off + header_len;
+  span.ip_length = total_len - header_len;
+  span.is_fragment = is_fragment;
+  span.final_dst = nullptr;
+  parse_l4(pkt, cfg, span, off + total_len, r);
+}
+
+// Jumbo Payload option (RFC 2675) in a hop-by-hop header; 0 if absent.
+GPP_HOST_DEVICE inline uint32_t find_jumbo_length(const uint8_t *hbh, uint32_t len) {
+  uint32_t i = 2;
+  while (i < len) {
+    const uint8_t type = hbh[i];
+    if (type == 0) { // Pad1
+      ++i;
+      continue;
+    }
+    if (i + 2 > len) break;
+    const uint32_t opt_len = hbh[i + 1];
+    if (type == 0xc2 && opt_len == 4 && i + 6 <= len) return load_be32(hbh + i + 2);
+    i += 2 + opt_len;
+  }
+  return 0;
+}
+
+// Final destination named by a routing header (RFC 8200 8.1: the checksum's
+// pseudo-header uses it), or nullptr when the header names none.
+GPP_HOST_DEVICE inline const uint8_t *routing_final_destination(const uint8_t *rh, uint32_t len) {
+  const uint8_t type = rh[2];
+  const uint8_t segments_left = rh[3];
+  const uint32_t addresses = (len - 8) / 16;
+  if (segments_left == 0 || addresses == 0) return nullptr;
+  if (type == 0 || type == 2) return rh + 8 + (addresses - 1) * 16; // last address
+  if (type == 4) return rh + 8; // SRH: Segment List[0] is the final segment
+  return nullptr;
+}
+
+GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg, uint32_t off,
+                                       GppResult &r) {
+  const uint8_t *ip = pkt.bytes + off;
+  if ((ip[0] >> 4) != 6) {
+    r.status |= GPP_STATUS_BAD_IP_VERSION;
+    return;
+  }
+  r.ip_version = 6;
+  if (off + 40 > pkt.caplen) {
+    r.status |= short_header_flag(off + 40, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+    return;
+  }
+  uint32_t payload_len = load_be16(ip + 4);
+  uint8_t next = ip[6];
+  r.ip_flags |= GPP_IP_HEADER_PARSED;
+  r.ttl = ip[7];
+  copy_bytes(r.src, ip + 8, 16);
+  copy_bytes(r.dst, ip + 24, 16);
+  uint32_t cur = off + 40;
+  uint32_t ip_end = cur + payload_len;
+  const uint8_t *final_dst = nullptr;
+  bool is_fragment = false;
+  int walked = 0;
+  while (is_ipv6_extension(next)) {
+    if (walked == GPP_MAX_IPV6_EXT_HEADERS) {
+      r.status |= GPP_STATUS_EXT_CHAIN_LIMIT;
+      break;
+    }
+    if (cur + 2 > pkt.caplen) {
+      r.status |= short_header_flag(cur + 2, pkt.wirelen, GPP_STATUS_BAD_EXT_HEADER);
+      break;
+    }
+    const uint8_t *eh = pkt.bytes + cur;
+    const uint32_t len = next == kProtoFragment ? 8u
+                         : next == kProtoAh     ? (eh[1] + 2u) * 4u
+                                                : (eh[1] + 1u) * 8u;
+    if (cur + len > pkt.caplen) {
+      r.status |= short_header_flag(cur + len, pkt.wirelen, GPP_STATUS_BAD_EXT_HEADER);
+      break;
+    }
+    if (next == kProtoHopByHop && walked == 0 && payload_len == 0) {
+      const uint32_t jumbo = find_jumbo_length(eh, len);
+      if (jumbo != 0) ip_end = off + 40 + jumbo;
+    }
+    if (cur + len > ip_end) {
+      r.status |= GPP_STATUS_BAD_EXT_HEADER;
+      break;
+    }
+    ++walked;
+    if (next == kProtoRouting) {
+      const uint8_t *dst = routing_final_destination(eh, len);
+      if (dst) final_dst = dst;
+    } else if (next == kProtoFragment) {
+      is_fragment = true;
+      r.ip_flags |= GPP_IP_FRAGMENT;
+      r.frag_offset = load_be16(eh + 2) & 0xfff8;
+      if (eh[3] & 1) r.ip_flags |= GPP_IP_MORE_FRAGMENTS;
+    }
+    next = eh[0];
+    cur += len;
+    if (is_fragment && r.frag_offset != 0) break; // later fragments carry no L4 header
+  }
+  r.ipv6_ext_count = static_cast<uint8_t>(walked > 255 ? 255 : walked);
+  r.l4_proto = next;
+  if (ip_end > pkt.wirelen) r.status |= GPP_STATUS_BAD_IP_LENGTH;
+  if (r.status & (GPP_STATUS_TRUNCATED | GPP_STATUS_BAD_EXT_HEADER | GPP_STATUS_EXT_CHAIN_LIMIT))
+    return;
+  if (is_fragment && r.frag_offset + (ip_end - cur) > 0xffff)
+    r.status |= GPP_STATUS_BAD_FRAGMENT;
+  if (is_fragment && r.frag_offset != 0) return;
+
+  L4Span span;
+  span.offset = cur;
+  span.ip_length = ip_end > cur ? ip_end - cur : 0;
+  span.is_fragment = is_fragment;
+  span.final_dst = final_dst;
+  parse_l4(pkt, cfg, span, ip_end, r);
+}
+
+// Toeplitz hash (Microsoft RSS): for every set input bit, XOR in the 32 key
+// bits that start at that bit position.
+GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *input, int len) {
+  uint32_t result = 0;
+  uint32_t window = load_be32(key);
+  for (int i = 0; i < len; ++i) {
+    const uint8_t next_key = key[i + 4];
+    for (int bit = 7; bit >= 0; --bit) {
+      if ((input[i] >> bit) & 1) result ^= window;
+      window = (window << 1) | ((next_key >> bit) & 1u);
+    }
+  }
+  return result;
+}
+
+// Lexicographic comparison of (address, port) pairs for symmetric hashing.
+GPP_HOST_DEVICE inline bool endpoint_greater(const uint8_t *a, uint16_t a_port, const uint8_t *b,
+                                             uint16_t b_port, int addr_len) {
+  for (int i = 0; i < addr_len; ++i)
+    if (a[i] != b[i]) return a[i] > b[i];
+  return a_port > b_port;
+}
+
+// RSS over addresses, plus ports for unfragmented TCP/UDP.  Every fragment of
+// a datagram, the first included, hashes on addresses only, as NICs do, so
+// all fragments land on one queue.  Symmetric mode orders the endpoints
+// before hashing so both directions of a flow hash alike.
+GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult &r) {
+  if (r.ip_version == 0 || (r.status & GPP_STATUS_BAD_IP_VERSION)) return 0;
+  const int addr_len = r.ip_version == 4 ? 4 : 16;
+  const bool with_ports = (r.l4_proto == kProtoTcp || r.l4_proto == kProtoUdp) &&
+                          (r.ip_flags & GPP_IP_L4_PARSED) && !(r.ip_flags & GPP_IP_FRAGMENT);
+  const uint8_t *src = r.src;
+  const uint8_t *dst = r.dst;
+  uint16_t sport = with_ports ? r.sport : 0;
+  uint16_t dport = with_ports ? r.dport : 0;
+  if (cfg.symmetric_rss && endpoint_greater(src, sport, dst, dport, addr_len)) {
+    const uint8_t *t = src;
+    src = dst;
+    dst = t;
+    const uint16_t tp = sport;
+    sport = dport;
+    dport = tp;
+  }
+  uint8_t input[36];
+  copy_bytes(input, src, addr_len);
+  copy_bytes(input + addr_len, dst, addr_len);
+  int len = 2 * addr_len;
+  if (with_ports) {
+    input[len++] = static_cast<uint8_t>(sport >> 8);
+    input[len++] = static_cast<uint8_t>(sport);
+    input[len++] = static_cast<uint8_t>(dport >> 8);
+    input[len++] = static_cast<uint8_t>(dport);
+  }
+  return toeplitz(cfg.rss_key, input, len);
+}
+
+// Address family values of BSD / Linux loopback captures.
+GPP_HOST_DEVICE inline uint8_t ip_version_of_family(uint32_t family) {
+  if (family == 2) return 4;                                            // AF_INET everywhere
+  if (family == 10 || family == 24 || family == 28 || family == 30) return 6; // Linux, BSDs, macOS
+  return 0;
+}
+
+} // namespace detail
+
+// Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
+GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
+                                           uint32_t wirelen, uint32_t linktype,
+                                           uint64_t packet_number, uint64_t timestamp_ns,
+                                           const CoreConfig &cfg, GppResult &r) {
+  using namespace detail;
+  uint64_t *words = reinterpret_cast<uint64_t *>(&r);
+  for (unsigned i = 0; i < sizeof(GppResult) / sizeof(uint64_t); ++i) words[i] = 0;
+  r.packet_number = packet_number;
+  r.timestamp_ns = timestamp_ns;
+  r.caplen = caplen;
+  r.wirelen = wirelen;
+  r.acl_rule = -1;
+  r.dpi_pattern = -1;
+
+  const Packet pkt{bytes, caplen, wirelen < caplen ? caplen : wirelen};
+  uint32_t off = 0;
+  uint16_t ethertype = 0;
+  bool has_ethertype = true;
+  uint8_t ip_guess = 0; // 4, 6, or 0 = read the version nibble
+  bool over_mpls = false;
+
+  switch (linktype) {
+  case GPP_LINKTYPE_ETHERNET:
+    off = 14;
+    break;
+  case GPP_LINKTYPE_LINUX_SLL:
+    off = 16;
+    break;
+  case GPP_LINKTYPE_LINUX_SLL2:
+    off = 20;
+    break;
+  case GPP_LINKTYPE_NULL:
+  case GPP_LINKTYPE_LOOP:
+    off = 4;
+    has_ethertype = false;
+    break;
+  case GPP_LINKTYPE_RAW:
+  case GPP_LINKTYPE_IPV4:
+  case GPP_LINKTYPE_IPV6:
+    has_ethertype = false;
+    break;
+  default:
+    return; // not linktype_supported(): nothing to parse
+  }
+  if (off > pkt.caplen) {
+    r.status |= short_header_flag(off, pkt.wirelen, GPP_STATUS_BAD_L2);
+    return;
+  }
+
+  if (has_ethertype) {
+    ethertype = load_be16(bytes + (linktype == GPP_LINKTYPE_LINUX_SLL2 ? 0 : off - 2));
+    int tags = 0;
+    while (ethertype == kEthertypeVlan || ethertype == kEthertypeQinQ ||
+           ethertype == kEthertypeQinQOld) {
+      if (tags == GPP_MAX_VLANS) {
+        r.status |= GPP_STATUS_BAD_L2;
+        return;
+      }
+      if (off + 4 > pkt.caplen) {
+        r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
+        return;
+      }
+      r.vlan_ids[tags++] = load_be16(bytes + off) & 0x0fff;
+      r.vlan_count = static_cast<uint8_t>(tags);
+      ethertype = load_be16(bytes + off + 2);
+      off += 4;
+    }
+    if (ethertype < kMinEthertype) return; // 802.3 length field: LLC frame, not IP
+    r.ethertype = ethertype;
+    if (ethertype == kEthertypeIPv4) {
+      ip_guess = 4;
+    } else if (ethertype == kEthertypeIPv6) {
+      ip_guess = 6;
+    } else if (ethertype == kEthertypeMplsUnicast || ethertype == kEthertypeMplsMulticast) {
+      // Skip the label stack; like Wireshark, take the payload as IP when its
+      // first nibble says 4 or 6 (anything else is a pseudowire or unknown).
+      over_mpls = true;
+      bool bottom = false;
+      while (!bottom) {
+        if (r.mpls_label_count == kMaxMplsLabels) {
+          r.status |= GPP_STATUS_BAD_L2;
+          return;
+        }
+        if (off + 4 > pkt.caplen) {
+          r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
+          return;
+        }
+        bottom = bytes[off + 2] & 1;
+        off += 4;
+        ++r.mpls_label_count;
+      }
+    } else {
+      return; // ARP, LLDP, ...: not IP
+    }
+  } else if (linktype == GPP_LINKTYPE_NULL || linktype == GPP_LINKTYPE_LOOP) {
+    // DLT_NULL stores the family in the capturing host's byte order; a value
+    // below 256 tells which order it was.
+    uint32_t family = load_be32(bytes);
+    if (linktype == GPP_LINKTYPE_NULL && (family & 0xffff) == 0)
+      family = bytes[0] | (bytes[1] << 8);
+    ip_guess = ip_version_of_family(family);
+    if (ip_guess == 0) return;
+  } else if (linktype == GPP_LINKTYPE_IPV4) {
+    ip_guess = 4;
+  } else if (linktype == GPP_LINKTYPE_IPV6) {
+    ip_guess = 6;
+  }
+
+  if (off >= pkt.caplen) {
+    r.status |= short_header_flag(off + 1, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+    return;
+  }
+  r.l3_offset = static_cast<uint16_t>(off);
+  if (ip_guess == 0) {
+    const uint8_t nibble = bytes[off] >> 4;
+    if (nibble != 4 && nibble != 6) {
+      if (!over_mpls) r.status |= GPP_STATUS_BAD_IP_VERSION;
+      return;
+    }
+    ip_guess = nibble;
+  }
+  if (ip_guess == 4) parse_ipv4(pkt, cfg, off, r);
+  else parse_ipv6(pkt, cfg, off, r);
+  r.rss_hash = rss_hash(cfg, r);
+}
+
+} // namespace gpp

@@ -1,0 +1,30 @@
+/* GstPacketBatchMeta: attached by gpupacketproc to every results buffer; it
+ * holds a reference to the input batch those results describe, so that
+ * downstream elements and applications see packets and results together. */
+#ifndef GPUPACKET_GST_PACKET_BATCH_META_H
+#define GPUPACKET_GST_PACKET_BATCH_META_H
+
+#include <gst/gst.h>
+
+G_BEGIN_DECLS
+
+/* Applications that do not link the plugin find the meta by this API name:
+ *   gst_buffer_get_meta (buf, g_type_from_name (GST_PACKET_BATCH_META_API_NAME)) */
+#define GST_PACKET_BATCH_META_API_NAME "GstPacketBatchMetaAPI"
+
+typedef struct _GstPacketBatchMeta {
+  GstMeta meta;
+  GstBuffer *batch; /* the application/x-packet-batch buffer (owned reference) */
+} GstPacketBatchMeta;
+
+GType gst_packet_batch_meta_api_get_type (void);
+const GstMetaInfo *gst_packet_batch_meta_get_info (void);
+#define GST_PACKET_BATCH_META_API_TYPE (gst_packet_batch_meta_api_get_type ())
+#define gst_buffer_get_packet_batch_meta(b) \
+  ((GstPacketBatchMeta *) gst_buffer_get_meta ((b), GST_PACKET_BATCH_META_API_TYPE))
+
+GstPacketBatchMeta *gst_buffer_add_packet_batch_meta (GstBuffer * buffer, GstBuffer * batch);
+
+G_END_DECLS
+
+#endif

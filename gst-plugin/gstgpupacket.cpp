@@ -1,0 +1,26 @@
+/* The gpupacket plugin: registers its elements.  It loads on machines
+ * without a GPU; GPU modes are offered only where they work. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include <gst/gst.h>
+
+#include "gstgpupacketproc.h"
+#include "gstpacketresultenc.h"
+#include "gstpcapsrc.h"
+
+static gboolean
+plugin_init (GstPlugin * plugin)
+{
+  gboolean ok = FALSE;
+
+  ok |= GST_ELEMENT_REGISTER (pcapsrc, plugin);
+  ok |= GST_ELEMENT_REGISTER (gpupacketproc, plugin);
+  ok |= GST_ELEMENT_REGISTER (packetresultenc, plugin);
+  return ok;
+}
+
+GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, gpupacket,
+    "Low-latency packet processing on CPU and GPU: pcap input, parsing, RSS, results",
+    plugin_init, PACKAGE_VERSION, "LGPL", "gpupacket", "https://example.invalid/gpupacket")

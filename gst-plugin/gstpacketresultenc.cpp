@@ -1,0 +1,492 @@
+/**
+ * SECTION:element-packetresultenc
+ * @title: packetresultenc
+ *
+ * Turns `application/x-packet-results` buffers into text, one line per
+ * packet: CSV with a header row (`text/csv`) or JSON Lines
+ * (`application/x-ndjson`).  The column names are a stable contract; README
+ * lists them with their meaning.  In JSON Lines an empty CSV field is `null`
+ * and `vlan` is an array.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc ! \
+ *     packetresultenc format=jsonl ! filesink location=trace.jsonl
+ * ]|
+ */
+#include "gstpacketresultenc.h"
+
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include <string>
+
+#include "gpupacket/packet-result.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
+#define GST_CAT_DEFAULT gst_packet_result_enc_debug
+
+#define DEFAULT_FORMAT GST_PACKET_RESULT_ENC_FORMAT_CSV
+#define DEFAULT_HEADER TRUE
+
+enum
+{
+  PROP_0,
+  PROP_FORMAT,
+  PROP_HEADER,
+};
+
+struct _GstPacketResultEnc
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* settings, under the object lock */
+  GstPacketResultEncFormat format;
+  gboolean header;
+
+  /* streaming state */
+  GstPacketResultEncFormat active_format;
+  gboolean header_written;
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128"));
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS ("text/csv; application/x-ndjson"));
+
+#define gst_packet_result_enc_parent_class parent_class
+G_DEFINE_TYPE (GstPacketResultEnc, gst_packet_result_enc, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (packetresultenc, "packetresultenc", GST_RANK_NONE,
+    GST_TYPE_PACKET_RESULT_ENC);
+
+GType
+gst_packet_result_enc_format_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue formats[] = {
+    {GST_PACKET_RESULT_ENC_FORMAT_CSV, "CSV with a header row", "csv"},
+    {GST_PACKET_RESULT_ENC_FORMAT_JSONL, "JSON Lines: one object per packet", "jsonl"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPacketResultEncFormat", formats);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+/* One field of one line, before it is written as CSV or JSON. */
+struct Field
+{
+  enum Kind { EMPTY, NUMBER, TEXT, NUMBER_LIST } kind = EMPTY;
+  std::string text;             /* NUMBER: digits as written; TEXT: the string */
+  const uint16_t *list = nullptr;
+  int list_len = 0;
+
+  static Field number (guint64 n)
+  {
+    Field f;
+    f.kind = NUMBER;
+    f.text = std::to_string (n);
+    return f;
+  }
+  static Field string (std::string s)
+  {
+    Field f;
+    f.kind = TEXT;
+    f.text = std::move (s);
+    return f;
+  }
+};
+
+static std::string
+hex (unsigned value, int digits)
+{
+  char buf[16];
+  g_snprintf (buf, sizeof buf, "0x%0*x", digits, value);
+  return buf;
+}
+
+static Field
+address_field (const GppResult & r, const uint8_t * addr)
+{
+  char buf[INET6_ADDRSTRLEN];
+  if (!(r.ip_flags & GPP_IP_HEADER_PARSED))
+    return Field ();
+  inet_ntop (r.ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
+  return Field::string (buf);
+}
+
+static Field
+checksum_field (uint8_t status)
+{
+  switch (status) {
+    case GPP_CHECKSUM_UNVERIFIED:
+      return Field::string ("unverified");
+    case GPP_CHECKSUM_GOOD:
+      return Field::string ("good");
+    case GPP_CHECKSUM_BAD:
+      return Field::string ("bad");
+    default:
+      return Field ();
+  }
+}
+
+static Field
+status_field (uint32_t status)
+{
+  static const struct { uint32_t flag; const char *name; } names[] = {
+#define GPP_STATUS_NAME_(flag, bit, name, meaning) { GPP_STATUS_##flag, name },
+    GPP_STATUS_FLAGS (GPP_STATUS_NAME_)
+#undef GPP_STATUS_NAME_
+  };
+  if (status == 0)
+    return Field::string ("ok");
+  std::string s;
+  for (const auto & n : names) {
+    if (!(status & n.flag))
+      continue;
+    if (!s.empty ())
+      s += ';';
+    s += n.name;
+  }
+  return Field::string (s);
+}
+
+static bool
+has_ports (const GppResult & r)
+{
+  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 6 || r.l4_proto == 17);
+}
+
+static bool
+is_icmp (const GppResult & r)
+{
+  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 1 || r.l4_proto == 58);
+}
+
+/* Fragment fields exist for every IPv4 header and for IPv6 with a fragment header. */
+static bool
+has_fragment_fields (const GppResult & r)
+{
+  return (r.ip_flags & GPP_IP_HEADER_PARSED) &&
+      (r.ip_version == 4 || (r.ip_flags & GPP_IP_FRAGMENT));
+}
+
+/* The column contract: names in output order and how each is derived.
+ * README's "Result fields" table documents the same list. */
+static const struct Column
+{
+  const char *name;
+    Field (*value) (const GppResult &);
+} columns[] = {
+  {"packet", [](const GppResult & r) { return Field::number (r.packet_number); }},
+  {"ethertype", [](const GppResult & r) {
+      return r.ethertype ? Field::string (hex (r.ethertype, 4)) : Field (); }},
+  {"vlan", [](const GppResult & r) {
+      Field f;
+      f.kind = Field::NUMBER_LIST;
+      f.list = r.vlan_ids;
+      f.list_len = r.vlan_count;
+      return f; }},
+  {"ip_version", [](const GppResult & r) {
+      return r.ip_version ? Field::number (r.ip_version) : Field (); }},
+  {"src", [](const GppResult & r) { return address_field (r, r.src); }},
+  {"dst", [](const GppResult & r) { return address_field (r, r.dst); }},
+  {"l4_proto", [](const GppResult & r) {
+      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.l4_proto) : Field (); }},
+  {"sport", [](const GppResult & r) {
+      return has_ports (r) ? Field::number (r.sport) : Field (); }},
+  {"dport", [](const GppResult & r) {
+      return has_ports (r) ? Field::number (r.dport) : Field (); }},
+  {"frag_offset", [](const GppResult & r) {
+      return has_fragment_fields (r) ? Field::number (r.frag_offset) : Field (); }},
+  {"more_fragments", [](const GppResult & r) {
+      return has_fragment_fields (r) ?
+          Field::number ((r.ip_flags & GPP_IP_MORE_FRAGMENTS) ? 1 : 0) : Field (); }},
+  {"ipv4_checksum", [](const GppResult & r) { return checksum_field (r.ipv4_checksum); }},
+  {"l4_checksum", [](const GppResult & r) { return checksum_field (r.l4_checksum); }},
+  {"rss", [](const GppResult & r) { return Field::string (hex (r.rss_hash, 8)); }},
+  {"status", [](const GppResult & r) { return status_field (r.status); }},
+  {"timestamp", [](const GppResult & r) {
+      Field f;
+      char buf[32];
+      g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT,
+          r.timestamp_ns / GST_SECOND, r.timestamp_ns % GST_SECOND);
+      f.kind = Field::NUMBER;
+      f.text = buf;
+      return f; }},
+  {"caplen", [](const GppResult & r) { return Field::number (r.caplen); }},
+  {"wirelen", [](const GppResult & r) { return Field::number (r.wirelen); }},
+  {"ttl", [](const GppResult & r) {
+      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.ttl) : Field (); }},
+  {"tcp_flags", [](const GppResult & r) {
+      return (has_ports (r) && r.l4_proto == 6) ?
+          Field::string (hex (r.tcp_flags, 2)) : Field (); }},
+  {"icmp_type", [](const GppResult & r) {
+      return is_icmp (r) ? Field::number (r.icmp_type) : Field (); }},
+  {"icmp_code", [](const GppResult & r) {
+      return is_icmp (r) ? Field::number (r.icmp_code) : Field (); }},
+  {"payload_length", [](const GppResult & r) {
+      return has_ports (r) ? Field::number (r.payload_length) : Field (); }},
+};
+
+static void
+append_csv_line (std::string & out, const GppResult & r)
+{
+  bool first = true;
+  for (const auto & c : columns) {
+    if (!first)
+      out += ',';
+    first = false;
+    Field f = c.value (r);
+    if (f.kind == Field::NUMBER_LIST) {
+      for (int i = 0; i < f.list_len; i++) {
+        if (i)
+          out += ';';
+        out += std::to_string (f.list[i]);
+      }
+    } else {
+      out += f.text;            /* no value contains ',' '"' or a newline */
+    }
+  }
+  out += '\n';
+}
+
+static void
+append_json_line (std::string & out, const GppResult & r)
+{
+  out += '{';
+  bool first = true;
+  for (const auto & c : columns) {
+    if (!first)
+      out += ',';
+    first = false;
+    out += '"';
+    out += c.name;
+    out += "\":";
+    Field f = c.value (r);
+    switch (f.kind) {
+      case Field::EMPTY:
+        out += "null";
+        break;
+      case Field::NUMBER:
+        out += f.text;
+        break;
+      case Field::TEXT:
+        out += '"';
+        out += f.text;          /* addresses, hex and flag names need no escaping */
+        out += '"';
+        break;
+      case Field::NUMBER_LIST:
+        out += '[';
+        for (int i = 0; i < f.list_len; i++) {
+          if (i)
+            out += ',';
+          out += std::to_string (f.list[i]);
+        }
+        out += ']';
+        break;
+    }
+  }
+  out += "}\n";
+}
+
+static GstFlowReturn
+gst_packet_result_enc_push_text (GstPacketResultEnc * self, const std::string & text,
+    GstBuffer * timing)
+{
+  GstBuffer *buf = gst_buffer_new_memdup (text.data (), text.size ());
+  if (timing)
+    gst_buffer_copy_into (buf, timing, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+  return gst_pad_push (self->srcpad, buf);
+}
+
+static std::string
+csv_header_row ()
+{
+  std::string row;
+  for (const auto & c : columns) {
+    if (!row.empty ())
+      row += ',';
+    row += c.name;
+  }
+  return row + '\n';
+}
+
+static GstFlowReturn
+gst_packet_result_enc_chain (GstPad *, GstObject * parent, GstBuffer * buffer)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
+  GstMapInfo map;
+  std::string text;
+
+  if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map a results buffer."), (NULL));
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+  if (map.size % sizeof (GppResult) != 0) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
+        ("Malformed results buffer: %" G_GSIZE_FORMAT " bytes is not a whole number "
+            "of %zu-byte records.", map.size, sizeof (GppResult)), (NULL));
+    gst_buffer_unmap (buffer, &map);
+    gst_buffer_unref (buffer);
+    return GST_FLOW_ERROR;
+  }
+  const auto *records = reinterpret_cast<const GppResult *> (map.data);
+  const size_t count = map.size / sizeof (GppResult);
+  const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
+
+  if (csv && !self->header_written) {
+    text = csv_header_row ();
+    self->header_written = TRUE;
+  }
+  text.reserve (text.size () + count * 200);
+  for (size_t i = 0; i < count; i++) {
+    if (csv)
+      append_csv_line (text, records[i]);
+    else
+      append_json_line (text, records[i]);
+  }
+  gst_buffer_unmap (buffer, &map);
+
+  GstFlowReturn ret = GST_FLOW_OK;
+  if (!text.empty ())
+    ret = gst_packet_result_enc_push_text (self, text, buffer);
+  gst_buffer_unref (buffer);
+  return ret;
+}
+
+static gboolean
+gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_STREAM_START:
+      GST_OBJECT_LOCK (self);
+      self->active_format = self->format;
+      self->header_written = !self->header;
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case GST_EVENT_CAPS:{
+      gst_event_unref (event);
+      const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
+      GstCaps *caps = gst_caps_new_empty_simple (csv ? "text/csv" : "application/x-ndjson");
+      gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+      gst_caps_unref (caps);
+      return ok;
+    }
+    case GST_EVENT_EOS:
+      /* An empty stream still gets its CSV header row. */
+      if (self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV && !self->header_written) {
+        self->header_written = TRUE;
+        gst_packet_result_enc_push_text (self, csv_header_row (), NULL);
+      }
+      break;
+    default:
+      break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static void
+gst_packet_result_enc_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_FORMAT:
+      self->format = (GstPacketResultEncFormat) g_value_get_enum (value);
+      break;
+    case PROP_HEADER:
+      self->header = g_value_get_boolean (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_packet_result_enc_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_FORMAT:
+      g_value_set_enum (value, self->format);
+      break;
+    case PROP_HEADER:
+      g_value_set_boolean (value, self->header);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+
+  gobject_class->set_property = gst_packet_result_enc_set_property;
+  gobject_class->get_property = gst_packet_result_enc_get_property;
+
+  g_object_class_install_property (gobject_class, PROP_FORMAT,
+      g_param_spec_enum ("format", "Format",
+          "Text format: csv (header row, then one row per packet) or jsonl "
+          "(one JSON object per packet); read at the start of each stream",
+          GST_TYPE_PACKET_RESULT_ENC_FORMAT, DEFAULT_FORMAT, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_HEADER,
+      g_param_spec_boolean ("header", "CSV header",
+          "Write the CSV header row first (csv only)", DEFAULT_HEADER, rw_ready));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class,
+      "Packet result encoder", "Codec/Encoder/Network",
+      "Writes per-packet results as CSV or JSON Lines", "gpupacket developers");
+
+  gst_type_mark_as_plugin_api (GST_TYPE_PACKET_RESULT_ENC_FORMAT, (GstPluginAPIFlags) 0);
+  GST_DEBUG_CATEGORY_INIT (gst_packet_result_enc_debug, "packetresultenc", 0,
+      "Packet result text encoder");
+}
+
+static void
+gst_packet_result_enc_init (GstPacketResultEnc * self)
+{
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_packet_result_enc_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_packet_result_enc_sink_event));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  self->format = DEFAULT_FORMAT;
+  self->header = DEFAULT_HEADER;
+  self->active_format = DEFAULT_FORMAT;
+  self->header_written = FALSE;
+}

@@ -1,0 +1,41 @@
+// Latency percentiles over the most recent samples (a fixed ring), for the
+// `stats` properties.  Not thread-safe: callers hold their stats lock.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+class LatencyWindow {
+public:
+  static constexpr size_t kCapacity = 4096;
+
+  void clear() {
+    samples_.clear();
+    next_ = 0;
+  }
+
+  void add(uint64_t ns) {
+    if (samples_.size() < kCapacity) {
+      samples_.push_back(ns);
+    } else {
+      samples_[next_] = ns;
+      next_ = (next_ + 1) % kCapacity;
+    }
+  }
+
+  // Nearest-rank percentile (0 < p <= 100) of the window; 0 when empty.
+  uint64_t percentile(double p) const {
+    if (samples_.empty()) return 0;
+    std::vector<uint64_t> sorted(samples_);
+    std::sort(sorted.begin(), sorted.end());
+    size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(sorted.size()) + 0.999999);
+    rank = std::min(std::max<size_t>(rank, 1), sorted.size());
+    return sorted[rank - 1];
+  }
+
+private:
+  std::vector<uint64_t> samples_;
+  size_t next_ = 0;
+};
