@@ -119,10 +119,12 @@ struct Packet {
 
 // Where the IP layer says the upper layer lives, for checksums.
 struct L4Span {
-  uint32_t offset;       // first byte of the L4 header
-  uint32_t ip_length;    // L4 bytes the IP header declares
-  bool is_fragment;      // checksum cannot be verified on a fragment
-  const uint8_t *final_dst; // IPv6: last routing-header address if any
+  uint32_t offset;             // first byte of the L4 header
+  uint32_t ip_length;          // L4 bytes the IP header declares
+  bool is_fragment;            // part of a larger datagram: the L4 header may be cut
+  bool checksum_verifiable;    // a whole datagram (IPv6 atomic fragments are)
+  const uint8_t *pseudo_src;   // IPv6: Home Address option if any, else nullptr
+  const uint8_t *pseudo_dst;   // IPv6: final routing-header address if any, else nullptr
 };
 
 GPP_HOST_DEVICE inline uint32_t pseudo_header_sum(const GppResult &r, const L4Span &span,
@@ -132,8 +134,8 @@ GPP_HOST_DEVICE inline uint32_t pseudo_header_sum(const GppResult &r, const L4Sp
     sum = ones_sum(r.src, 4, sum);
     sum = ones_sum(r.dst, 4, sum);
   } else {
-    sum = ones_sum(r.src, 16, sum);
-    sum = ones_sum(span.final_dst ? span.final_dst : r.dst, 16, sum);
+    sum = ones_sum(span.pseudo_src ? span.pseudo_src : r.src, 16, sum);
+    sum = ones_sum(span.pseudo_dst ? span.pseudo_dst : r.dst, 16, sum);
     sum += l4_length >> 16;
   }
   sum += l4_length & 0xffff;
@@ -145,13 +147,17 @@ GPP_HOST_DEVICE inline uint32_t pseudo_header_sum(const GppResult &r, const L4Sp
 // whole segment was captured; otherwise it stays unverified.
 GPP_HOST_DEVICE inline uint8_t l4_checksum_status(const Packet &pkt, const GppResult &r,
                                                   const L4Span &span, uint32_t length) {
-  if (span.is_fragment || span.offset + length > pkt.caplen) return GPP_CHECKSUM_UNVERIFIED;
+  if (!span.checksum_verifiable || span.offset + length > pkt.caplen)
+    return GPP_CHECKSUM_UNVERIFIED;
   const bool pseudo = !(r.l4_proto == kProtoIcmp && r.ip_version == 4);
   uint32_t sum = pseudo ? pseudo_header_sum(r, span, length) : 0;
   sum = ones_sum(pkt.bytes + span.offset, length, sum);
   return fold_sum(sum) == 0xffff ? GPP_CHECKSUM_GOOD : GPP_CHECKSUM_BAD;
 }
 
+// Ports (TCP/UDP) or type and code (ICMP) are read as soon as their bytes are
+// there, as tcpdump and Wireshark do; the rest of the header, the checksum and
+// the payload need the whole header.
 GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
                                      const L4Span &span, uint32_t ip_end, GppResult &r) {
   const uint8_t proto = r.l4_proto;
@@ -162,23 +168,39 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
   else return; // no header we read: protocol number only
 
   const uint32_t off = span.offset;
+  const uint32_t first_fields = (proto == kProtoTcp || proto == kProtoUdp) ? 4 : 2;
+  // A first fragment may legally end inside the L4 header; anything else is malformed.
+  const uint32_t malformed = span.is_fragment ? 0u : static_cast<uint32_t>(GPP_STATUS_BAD_L4_HEADER);
   r.l4_offset = off;
+  if (span.ip_length < first_fields) {
+    r.status |= malformed;
+    return;
+  }
+  if (off + first_fields > pkt.caplen) {
+    r.status |= GPP_STATUS_TRUNCATED;
+    return;
+  }
+  const uint8_t *h = pkt.bytes + off;
+  r.ip_flags |= GPP_IP_L4_PARSED;
+  if (proto == kProtoTcp || proto == kProtoUdp) {
+    r.sport = load_be16(h);
+    r.dport = load_be16(h + 2);
+  } else {
+    r.icmp_type = h[0];
+    r.icmp_code = h[1];
+  }
   if (span.ip_length < header_len) {
-    r.status |= GPP_STATUS_BAD_L4_HEADER;
+    r.status |= malformed;
     return;
   }
   if (off + header_len > pkt.caplen) {
     r.status |= GPP_STATUS_TRUNCATED;
     return;
   }
-  const uint8_t *h = pkt.bytes + off;
-  r.ip_flags |= GPP_IP_L4_PARSED;
   r.l4_checksum = GPP_CHECKSUM_UNVERIFIED;
   uint32_t checked_length = span.ip_length;
   uint32_t l4_header_len = header_len;
   if (proto == kProtoTcp) {
-    r.sport = load_be16(h);
-    r.dport = load_be16(h + 2);
     r.tcp_flags = h[13];
     l4_header_len = (h[12] >> 4) * 4u;
     if (l4_header_len < 20 || l4_header_len > span.ip_length) {
@@ -186,8 +208,6 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
       return;
     }
   } else if (proto == kProtoUdp) {
-    r.sport = load_be16(h);
-    r.dport = load_be16(h + 2);
     const uint32_t udp_length = load_be16(h + 4);
     // IPv6 jumbograms carry UDP length 0 (RFC 2675): the IP length rules.
     const bool jumbo = udp_length == 0 && r.ip_version == 6 && span.ip_length > 0xffff;
@@ -199,9 +219,6 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
       checked_length = udp_length;
     }
     if (r.ip_version == 4 && load_be16(h + 6) == 0) r.l4_checksum = GPP_CHECKSUM_NONE;
-  } else {
-    r.icmp_type = h[0];
-    r.icmp_code = h[1];
   }
   const uint32_t payload_offset = off + l4_header_len;
   const uint32_t data_end = ip_end < pkt.caplen ? ip_end : pkt.caplen;
@@ -211,6 +228,27 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
   }
   if (cfg.verify_l4_checksum && r.l4_checksum == GPP_CHECKSUM_UNVERIFIED)
     r.l4_checksum = l4_checksum_status(pkt, r, span, checked_length);
+}
+
+// IPv4 options must be well-formed TLVs that fill the header; a few have a
+// fixed length (RFC 791 / 1108 / 2113), which Wireshark checks too.
+GPP_HOST_DEVICE inline bool ipv4_options_valid(const uint8_t *ip, uint32_t header_len) {
+  uint32_t i = 20;
+  while (i < header_len) {
+    const uint8_t type = ip[i];
+    if (type == 0) return true; // End of Option List
+    if (type == 1) {            // No Operation
+      ++i;
+      continue;
+    }
+    if (i + 2 > header_len) return false;
+    const uint32_t len = ip[i + 1];
+    if (len < 2 || i + len > header_len) return false;
+    if ((type == 130 && len != 11) || (type == 136 && len != 4) || (type == 148 && len != 4))
+      return false;
+    i += len;
+  }
+  return true;
 }
 
 GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg, uint32_t off,
@@ -226,6 +264,10 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
     return;
   }
   const uint32_t header_len = (ip[0] & 0x0f) * 4u;
+  if (header_len < 20) {
+    r.status |= GPP_STATUS_BAD_IHL;
+    return; // no field of a header this broken can be trusted
+  }
   const uint32_t total_len = load_be16(ip + 2);
   const uint16_t frag = load_be16(ip + 6);
   r.ip_flags |= GPP_IP_HEADER_PARSED;
@@ -238,10 +280,6 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
   if (frag & 0x2000) r.ip_flags |= GPP_IP_MORE_FRAGMENTS;
   const bool is_fragment = (frag & 0x3fff) != 0;
   if (is_fragment) r.ip_flags |= GPP_IP_FRAGMENT;
-  if (header_len < 20) {
-    r.status |= GPP_STATUS_BAD_IHL;
-    return;
-  }
   if (off + header_len > pkt.caplen) {
     r.ipv4_checksum = GPP_CHECKSUM_UNVERIFIED;
     r.status |= short_header_flag(off + header_len, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
@@ -253,6 +291,10 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
     r.status |= GPP_STATUS_BAD_IP_LENGTH;
     return;
   }
+  if (!ipv4_options_valid(ip, header_len)) {
+    r.status |= GPP_STATUS_BAD_IP_OPTIONS;
+    return;
+  }
   if (off + total_len > pkt.wirelen) r.status |= GPP_STATUS_BAD_IP_LENGTH;
   if (r.frag_offset + (total_len - header_len) > 0xffff) r.status |= GPP_STATUS_BAD_FRAGMENT;
   if (r.frag_offset != 0) return; // only the first fragment holds the L4 header
@@ -261,25 +303,33 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
   span.offset = off + header_len;
   span.ip_length = total_len - header_len;
   span.is_fragment = is_fragment;
-  span.final_dst = nullptr;
+  span.checksum_verifiable = !is_fragment;
+  span.pseudo_src = nullptr;
+  span.pseudo_dst = nullptr;
   parse_l4(pkt, cfg, span, off + total_len, r);
 }
 
-// Jumbo Payload option (RFC 2675) in a hop-by-hop header; 0 if absent.
-GPP_HOST_DEVICE inline uint32_t find_jumbo_length(const uint8_t *hbh, uint32_t len) {
+// Walks the TLV options of a hop-by-hop or destination-options header.
+// Returns false when an option runs past the header.  Picks up the Jumbo
+// Payload length (RFC 2675) and the Home Address (RFC 6275), which the L4
+// checksum uses as its source address.
+GPP_HOST_DEVICE inline bool walk_ipv6_options(const uint8_t *eh, uint32_t len, uint32_t &jumbo,
+                                              const uint8_t *&home_address) {
   uint32_t i = 2;
   while (i < len) {
-    const uint8_t type = hbh[i];
+    const uint8_t type = eh[i];
     if (type == 0) { // Pad1
       ++i;
       continue;
     }
-    if (i + 2 > len) break;
-    const uint32_t opt_len = hbh[i + 1];
-    if (type == 0xc2 && opt_len == 4 && i + 6 <= len) return load_be32(hbh + i + 2);
+    if (i + 2 > len) return false;
+    const uint32_t opt_len = eh[i + 1];
+    if (i + 2 + opt_len > len) return false;
+    if (type == 0xc2 && opt_len == 4) jumbo = load_be32(eh + i + 2);
+    if (type == 0xc9 && opt_len == 16) home_address = eh + i + 2;
     i += 2 + opt_len;
   }
-  return 0;
+  return true;
 }
 
 // Final destination named by a routing header (RFC 8200 8.1: the checksum's
@@ -306,7 +356,7 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
     r.status |= short_header_flag(off + 40, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
     return;
   }
-  uint32_t payload_len = load_be16(ip + 4);
+  const uint32_t payload_len = load_be16(ip + 4);
   uint8_t next = ip[6];
   r.ip_flags |= GPP_IP_HEADER_PARSED;
   r.ttl = ip[7];
@@ -314,16 +364,21 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
   copy_bytes(r.dst, ip + 24, 16);
   uint32_t cur = off + 40;
   uint32_t ip_end = cur + payload_len;
+  const uint8_t *home_address = nullptr;
   const uint8_t *final_dst = nullptr;
-  bool is_fragment = false;
+  bool has_fragment_header = false;
+  bool more_fragments = false;
+  bool l4_reachable = true;
   int walked = 0;
   while (is_ipv6_extension(next)) {
     if (walked == GPP_MAX_IPV6_EXT_HEADERS) {
       r.status |= GPP_STATUS_EXT_CHAIN_LIMIT;
+      l4_reachable = false;
       break;
     }
     if (cur + 2 > pkt.caplen) {
       r.status |= short_header_flag(cur + 2, pkt.wirelen, GPP_STATUS_BAD_EXT_HEADER);
+      l4_reachable = false;
       break;
     }
     const uint8_t *eh = pkt.bytes + cur;
@@ -332,44 +387,57 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
                                                 : (eh[1] + 1u) * 8u;
     if (cur + len > pkt.caplen) {
       r.status |= short_header_flag(cur + len, pkt.wirelen, GPP_STATUS_BAD_EXT_HEADER);
-      break;
-    }
-    if (next == kProtoHopByHop && walked == 0 && payload_len == 0) {
-      const uint32_t jumbo = find_jumbo_length(eh, len);
-      if (jumbo != 0) ip_end = off + 40 + jumbo;
-    }
-    if (cur + len > ip_end) {
-      r.status |= GPP_STATUS_BAD_EXT_HEADER;
+      l4_reachable = false;
       break;
     }
     ++walked;
-    if (next == kProtoRouting) {
+    const uint8_t type = next;
+    next = eh[0];
+    bool valid = true;
+    if (type == kProtoHopByHop || type == kProtoDstOpts) {
+      uint32_t jumbo = 0;
+      const uint8_t *home = nullptr;
+      valid = walk_ipv6_options(eh, len, jumbo, home);
+      if (type == kProtoHopByHop && walked == 1 && payload_len == 0 && jumbo != 0)
+        ip_end = off + 40 + jumbo;
+      if (type == kProtoDstOpts && home) home_address = home;
+    } else if (type == kProtoRouting) {
       const uint8_t *dst = routing_final_destination(eh, len);
       if (dst) final_dst = dst;
-    } else if (next == kProtoFragment) {
-      is_fragment = true;
+    } else if (type == kProtoFragment) {
+      has_fragment_header = true;
       r.ip_flags |= GPP_IP_FRAGMENT;
       r.frag_offset = load_be16(eh + 2) & 0xfff8;
-      if (eh[3] & 1) r.ip_flags |= GPP_IP_MORE_FRAGMENTS;
+      more_fragments = eh[3] & 1;
+      if (more_fragments) r.ip_flags |= GPP_IP_MORE_FRAGMENTS;
     }
-    next = eh[0];
+    // A header that is all there but does not fit its payload, or whose
+    // options overrun it, still names the next protocol; what follows it
+    // cannot be trusted.
+    if (!valid || cur + len > ip_end) {
+      r.status |= GPP_STATUS_BAD_EXT_HEADER;
+      l4_reachable = false;
+      break;
+    }
     cur += len;
-    if (is_fragment && r.frag_offset != 0) break; // later fragments carry no L4 header
+    if (has_fragment_header && r.frag_offset != 0) break; // later fragments carry no L4 header
   }
   r.ipv6_ext_count = static_cast<uint8_t>(walked > 255 ? 255 : walked);
   r.l4_proto = next;
   if (ip_end > pkt.wirelen) r.status |= GPP_STATUS_BAD_IP_LENGTH;
-  if (r.status & (GPP_STATUS_TRUNCATED | GPP_STATUS_BAD_EXT_HEADER | GPP_STATUS_EXT_CHAIN_LIMIT))
-    return;
-  if (is_fragment && r.frag_offset + (ip_end - cur) > 0xffff)
+  if (!l4_reachable) return;
+  if (has_fragment_header && r.frag_offset + (ip_end - cur) > 0xffff)
     r.status |= GPP_STATUS_BAD_FRAGMENT;
-  if (is_fragment && r.frag_offset != 0) return;
+  if (has_fragment_header && r.frag_offset != 0) return;
 
   L4Span span;
   span.offset = cur;
   span.ip_length = ip_end > cur ? ip_end - cur : 0;
-  span.is_fragment = is_fragment;
-  span.final_dst = final_dst;
+  // An atomic fragment (offset 0, no more fragments, RFC 6946) is a whole datagram.
+  span.is_fragment = more_fragments;
+  span.checksum_verifiable = !more_fragments;
+  span.pseudo_src = home_address;
+  span.pseudo_dst = final_dst;
   parse_l4(pkt, cfg, span, ip_end, r);
 }
 

@@ -25,9 +25,10 @@ extern "C" {
   X (BAD_IHL,          3, "bad_ihl",          "IPv4 header length below 20 bytes") \
   X (BAD_IP_LENGTH,    4, "bad_ip_length",    "IP total / payload length inconsistent with the header or longer than the frame") \
   X (BAD_FRAGMENT,     5, "bad_fragment",     "fragment would end past 65535 bytes") \
-  X (BAD_EXT_HEADER,   6, "bad_ext_header",   "IPv6 extension header runs past the IPv6 payload") \
+  X (BAD_EXT_HEADER,   6, "bad_ext_header",   "IPv6 extension header runs past the IPv6 payload or its options overrun it") \
   X (EXT_CHAIN_LIMIT,  7, "ext_chain_limit",  "IPv6 extension-header walk gave up after GPP_MAX_IPV6_EXT_HEADERS headers") \
-  X (BAD_L4_HEADER,    8, "bad_l4_header",    "TCP data offset below 5, UDP length field wrong, or L4 header longer than the IP payload")
+  X (BAD_L4_HEADER,    8, "bad_l4_header",    "TCP data offset below 5, UDP length field wrong, or L4 header longer than the IP payload") \
+  X (BAD_IP_OPTIONS,   9, "bad_ip_options",   "IPv4 options overrun the header or have a wrong length")
 
 enum {
 #define GPP_STATUS_ENUM_(flag, bit, name, meaning) GPP_STATUS_##flag = 1u << (bit),
