@@ -203,8 +203,12 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
   if (proto == kProtoTcp) {
     r.tcp_flags = h[13];
     l4_header_len = (h[12] >> 4) * 4u;
-    if (l4_header_len < 20 || l4_header_len > span.ip_length) {
+    if (l4_header_len < 20) {
       r.status |= GPP_STATUS_BAD_L4_HEADER;
+      return;
+    }
+    if (l4_header_len > span.ip_length) { // options may go on in the next fragment
+      r.status |= malformed;
       return;
     }
   } else if (proto == kProtoUdp) {
@@ -212,7 +216,8 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
     // IPv6 jumbograms carry UDP length 0 (RFC 2675): the IP length rules.
     const bool jumbo = udp_length == 0 && r.ip_version == 6 && span.ip_length > 0xffff;
     if (!jumbo) {
-      if (udp_length < 8 || udp_length > span.ip_length) {
+      // A first fragment holds only part of the datagram the length covers.
+      if (udp_length < 8 || (udp_length > span.ip_length && !span.is_fragment)) {
         r.status |= GPP_STATUS_BAD_L4_HEADER;
         return;
       }

@@ -1,0 +1,213 @@
+// GPU suite: the packet core compiled by nvcc must produce records
+// byte-identical to the CPU build, packet for packet, on every real capture
+// and on generated hostile traffic, at several batch sizes and settings.
+// Exits 77 (skipped) when no CUDA device is usable.
+#include <cuda_runtime_api.h>
+#include <pcap/pcap.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "batch_builder.h"
+#include "cpu_engine.h"
+#include "packet_kernels.h"
+
+namespace {
+
+constexpr int kSkip = 77;
+
+struct Packet {
+  std::vector<uint8_t> bytes;
+  uint32_t wirelen;
+};
+
+struct Capture {
+  std::string name;
+  uint32_t linktype;
+  std::vector<Packet> packets;
+};
+
+#define CUDA_CHECK(call)                                                                       \
+  do {                                                                                         \
+    cudaError_t e_ = (call);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                      \
+                   cudaGetErrorString(e_));                                                    \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+template <typename T> struct DeviceBuffer {
+  T *ptr = nullptr;
+  explicit DeviceBuffer(size_t n) { CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&ptr), n * sizeof(T) + 1)); }
+  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+};
+
+bool read_capture(const std::string &path, Capture &cap) {
+  char errbuf[PCAP_ERRBUF_SIZE];
+  pcap_t *p = pcap_open_offline(path.c_str(), errbuf);
+  if (!p) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), errbuf);
+    return false;
+  }
+  cap.linktype = pcap_datalink(p) == DLT_RAW ? GPP_LINKTYPE_RAW : pcap_datalink(p);
+  pcap_pkthdr *h;
+  const u_char *data;
+  while (pcap_next_ex(p, &h, &data) == 1)
+    cap.packets.push_back({std::vector<uint8_t>(data, data + h->caplen), h->len});
+  pcap_close(p);
+  return true;
+}
+
+// Random traffic: plausible Ethernet / VLAN / IPv4 / IPv6 / L4 headers with
+// random lengths, fields and payloads, then a share of it cut short or
+// corrupted, so every parser path and error path runs on both builds.
+std::vector<Packet> generate_traffic(size_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto rnd = [&](uint32_t n) { return static_cast<uint32_t>(rng() % n); };
+  std::vector<Packet> out;
+  for (size_t i = 0; i < count; ++i) {
+    const uint32_t size = 1 + rnd(9000);
+    std::vector<uint8_t> b(size);
+    for (auto &x : b) x = static_cast<uint8_t>(rng());
+    size_t off = 12;
+    auto put16 = [&](size_t at, uint16_t v) {
+      if (at + 1 < b.size()) {
+        b[at] = v >> 8;
+        b[at + 1] = v & 0xff;
+      }
+    };
+    for (uint32_t tags = rnd(4); tags > 0; --tags, off += 4) put16(off, rnd(2) ? 0x8100 : 0x88a8);
+    const bool v6 = rnd(2);
+    put16(off, v6 ? 0x86dd : 0x0800);
+    off += 2;
+    const uint8_t protos[] = {6, 17, 1, 58, 0, 44, 43, 60, 51, 47};
+    const uint8_t proto = protos[rnd(sizeof protos)];
+    if (off + 40 < b.size()) {
+      if (v6) {
+        b[off] = 0x60;
+        put16(off + 4, rnd(4) ? static_cast<uint16_t>(size - off - 40) : rnd(65536));
+        b[off + 6] = proto;
+        for (size_t e = off + 40; e + 8 < b.size() && e < off + 200; e += 8) b[e + 1] = 0;
+      } else {
+        b[off] = static_cast<uint8_t>(0x40 | (rnd(8) ? 5 : rnd(16)));
+        put16(off + 2, rnd(4) ? static_cast<uint16_t>(size - off) : rnd(65536));
+        put16(off + 6, rnd(3) ? 0 : rnd(65536));
+        b[off + 9] = proto;
+      }
+    }
+    uint32_t caplen = size;
+    if (rnd(5) == 0) caplen = rnd(size + 1); // cut by a snap length
+    b.resize(caplen);
+    out.push_back({b, size});
+  }
+  return out;
+}
+
+gpp::CoreConfig make_config(bool verify, bool symmetric) {
+  gpp::CoreConfig cfg{};
+  std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
+  cfg.verify_l4_checksum = verify;
+  cfg.symmetric_rss = symmetric;
+  return cfg;
+}
+
+// Runs one capture through CPU and GPU at `batch_size`; returns mismatches.
+size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &cfg) {
+  size_t mismatches = 0;
+  gpp::BatchBuilder builder;
+  for (size_t first = 0; first < cap.packets.size(); first += batch_size) {
+    const size_t last = std::min(cap.packets.size(), first + batch_size);
+    builder.reset(cap.linktype);
+    for (size_t i = first; i < last; ++i)
+      builder.add(cap.packets[i].bytes.data(), static_cast<uint32_t>(cap.packets[i].bytes.size()),
+                  cap.packets[i].wirelen, 1000 * i, i + 1);
+    const std::vector<uint8_t> batch = builder.finish();
+    const uint32_t n = builder.packet_count();
+    std::vector<GppResult> cpu(n), gpu(n);
+    gpp::process_batch_range(batch.data(), cfg, cpu.data(), 0, n);
+
+    DeviceBuffer<uint8_t> d_batch(batch.size());
+    DeviceBuffer<GppResult> d_results(n);
+    CUDA_CHECK(cudaMemcpy(d_batch.ptr, batch.data(), batch.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, cfg, d_results.ptr, nullptr));
+    CUDA_CHECK(cudaMemcpy(gpu.data(), d_results.ptr, n * sizeof(GppResult), cudaMemcpyDeviceToHost));
+    for (uint32_t i = 0; i < n; ++i) {
+      if (std::memcmp(&cpu[i], &gpu[i], sizeof(GppResult)) != 0) {
+        if (++mismatches <= 5)
+          std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, verify %d, symmetric %d)\n",
+                       cap.name.c_str(), first + i + 1, batch_size, cfg.verify_l4_checksum,
+                       cfg.symmetric_rss);
+      }
+    }
+  }
+  return mismatches;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no usable CUDA device\n");
+    return kSkip;
+  }
+  if (argc < 2 || argc > 3 || (argc == 3 && std::strcmp(argv[2], "--quick") != 0)) {
+    std::fprintf(stderr, "usage: %s PCAP_DIR [--quick]\n", argv[0]);
+    return 2;
+  }
+  // --quick: one batch size and two settings, for runs under compute-sanitizer.
+  const bool quick = argc == 3;
+  const std::vector<uint32_t> batch_sizes =
+      quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
+  const std::vector<int> variants = quick ? std::vector<int>{0, 3} : std::vector<int>{0, 1, 2, 3};
+  std::vector<Capture> captures;
+  if (DIR *dir = opendir(argv[1])) {
+    while (dirent *e = readdir(dir)) {
+      std::string name = e->d_name;
+      if (name.size() > 5 && (name.rfind(".pcap") == name.size() - 5 ||
+                              name.rfind(".pcapng") == name.size() - 7)) {
+        Capture cap;
+        cap.name = name;
+        if (!read_capture(std::string(argv[1]) + "/" + name, cap)) return 1;
+        captures.push_back(std::move(cap));
+      }
+    }
+    closedir(dir);
+  }
+  if (captures.empty()) {
+    std::fprintf(stderr, "no captures in %s\n", argv[1]);
+    return 1;
+  }
+  const uint32_t generated_linktypes[] = {GPP_LINKTYPE_ETHERNET, GPP_LINKTYPE_RAW,
+                                          GPP_LINKTYPE_LINUX_SLL};
+  for (uint32_t lt : generated_linktypes) {
+    Capture gen;
+    gen.name = "generated-linktype-" + std::to_string(lt);
+    gen.linktype = lt;
+    gen.packets = generate_traffic(quick ? 2000 : 20000, 7 + lt);
+    captures.push_back(std::move(gen));
+  }
+
+  size_t packets = 0, mismatches = 0, runs = 0;
+  for (const Capture &cap : captures) {
+    packets += cap.packets.size();
+    for (uint32_t batch_size : batch_sizes) {
+      for (int variant : variants) {
+        mismatches += compare(cap, batch_size, make_config(variant & 1, variant & 2));
+        ++runs;
+      }
+    }
+  }
+  std::printf("%zu captures (%zu packets), %zu runs (%zu batch sizes x %zu settings): %zu "
+              "mismatching records\n", captures.size(), packets, runs, batch_sizes.size(),
+              variants.size(), mismatches);
+  return mismatches == 0 ? 0 : 1;
+}
