@@ -211,6 +211,7 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
       r.status |= malformed;
       return;
     }
+    if (off + l4_header_len > pkt.caplen) r.status |= GPP_STATUS_TRUNCATED; // cut in the options
   } else if (proto == kProtoUdp) {
     const uint32_t udp_length = load_be16(h + 4);
     // IPv6 jumbograms carry UDP length 0 (RFC 2675): the IP length rules.

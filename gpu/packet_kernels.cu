@@ -7,17 +7,41 @@ namespace {
 
 constexpr int kThreadsPerBlock = 128;
 
+__device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
+                                            GppResult &out) {
+  const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
+  const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
+  const GppPacketDesc d = descs[i];
+  process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
+                 d.timestamp_ns, cfg, out);
+}
+
 // One thread per packet: packets are independent and most are short, so this
 // keeps every lane busy without cross-thread work.
 __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
                                      CoreConfig cfg, GppResult *results) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= packet_count) return;
-  const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
-  const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
-  const GppPacketDesc d = descs[i];
-  process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
-                 d.timestamp_ns, cfg, results[i]);
+  if (i < packet_count) process_one(batch, i, cfg, results[i]);
+}
+
+// Zero-copy variant: records are built in shared memory and leave in 16-byte
+// stores, so PCIe sees full-line writes instead of field-sized ones.
+__global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
+                                              CoreConfig cfg, GppResult *results) {
+  __shared__ GppResult records[kThreadsPerBlock];
+  const uint32_t first = blockIdx.x * blockDim.x;
+  const uint32_t i = first + threadIdx.x;
+  if (i < packet_count) process_one(batch, i, cfg, records[threadIdx.x]);
+  __syncthreads();
+  const uint32_t in_block = min(static_cast<uint32_t>(blockDim.x), packet_count - first);
+  const uint32_t words = in_block * sizeof(GppResult) / sizeof(uint4);
+  const auto *src = reinterpret_cast<const uint4 *>(records);
+  auto *dst = reinterpret_cast<uint4 *>(results + first);
+  for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) dst[w] = src[w];
+}
+
+unsigned blocks_for(uint32_t packet_count) {
+  return (packet_count + kThreadsPerBlock - 1) / kThreadsPerBlock;
 }
 
 } // namespace
@@ -26,10 +50,32 @@ cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
                                  const CoreConfig &cfg, GppResult *results,
                                  cudaStream_t stream) {
   if (packet_count == 0) return cudaSuccess;
-  const unsigned blocks = (packet_count + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  process_batch_kernel<<<blocks, kThreadsPerBlock, 0, stream>>>(batch, packet_count, cfg,
-                                                                 results);
+  process_batch_kernel<<<blocks_for(packet_count), kThreadsPerBlock, 0, stream>>>(
+      batch, packet_count, cfg, results);
   return cudaGetLastError();
+}
+
+cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t packet_count,
+                                          const CoreConfig &cfg, GppResult *host_results,
+                                          cudaStream_t stream) {
+  if (packet_count == 0) return cudaSuccess;
+  process_batch_zerocopy_kernel<<<blocks_for(packet_count), kThreadsPerBlock, 0, stream>>>(
+      host_batch, packet_count, cfg, host_results);
+  return cudaGetLastError();
+}
+
+void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *node) {
+  args->params[0] = &args->batch;
+  args->params[1] = &args->packet_count;
+  args->params[2] = &args->cfg;
+  args->params[3] = &args->results;
+  *node = cudaKernelNodeParams{};
+  node->func = reinterpret_cast<void *>(process_batch_kernel);
+  node->gridDim = dim3(blocks_for(args->packet_count > 0 ? args->packet_count : 1));
+  node->blockDim = dim3(kThreadsPerBlock);
+  node->sharedMemBytes = 0;
+  node->kernelParams = args->params;
+  node->extra = nullptr;
 }
 
 } // namespace gpp

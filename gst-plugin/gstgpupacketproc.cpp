@@ -92,6 +92,7 @@ struct _GstGpuPacketProc
   gchar *rss_key_error;         /* why rss_key_text was refused, or NULL */
   guint cpu_threads;
 
+  gint linktype;                /* from the sink caps; streaming thread */
   GppProcState *state;
   GppProcStats *stats;
 };
@@ -186,6 +187,7 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
       return FALSE;
     }
     gst_event_unref (event);
+    self->linktype = linktype;
     GstCaps *src_caps = gst_pad_get_pad_template_caps (self->srcpad);
     gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (src_caps));
     gst_caps_unref (src_caps);
@@ -228,10 +230,10 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
     return GST_FLOW_ERROR;
   }
   const auto *header = reinterpret_cast<const GppBatchHeader *> (in.data);
-  if (!gpp::linktype_supported (header->linktype)) {
+  if (header->linktype != (guint) self->linktype) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Malformed packet batch: link type %u is not supported.", header->linktype),
-        (NULL));
+        ("Malformed packet batch: its header says link type %u, the caps say %d.",
+            header->linktype, self->linktype), (NULL));
     gst_buffer_unmap (batch, &in);
     gst_buffer_unref (batch);
     return GST_FLOW_ERROR;
@@ -494,6 +496,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->rss_key_text = rss_key_to_text (gpp::kDefaultRssKey);
   self->rss_key_error = NULL;
   self->cpu_threads = DEFAULT_CPU_THREADS;
+  self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();
 }

@@ -50,6 +50,7 @@ struct _GstPacketResultEnc
   /* streaming state */
   GstPacketResultEncFormat active_format;
   gboolean header_written;
+  gboolean have_segment;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -376,6 +377,10 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       self->active_format = self->format;
       self->header_written = !self->header;
       GST_OBJECT_UNLOCK (self);
+      self->have_segment = FALSE;
+      break;
+    case GST_EVENT_SEGMENT:
+      self->have_segment = TRUE;
       break;
     case GST_EVENT_CAPS:{
       gst_event_unref (event);
@@ -389,6 +394,13 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       /* An empty stream still gets its CSV header row. */
       if (self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV && !self->header_written) {
         self->header_written = TRUE;
+        /* A source that hits EOS at once sends no SEGMENT; data needs one. */
+        if (!self->have_segment) {
+          GstSegment segment;
+          gst_segment_init (&segment, GST_FORMAT_BYTES);
+          gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
+          self->have_segment = TRUE;
+        }
         gst_packet_result_enc_push_text (self, csv_header_row (), NULL);
       }
       break;
@@ -489,4 +501,5 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
   self->header = DEFAULT_HEADER;
   self->active_format = DEFAULT_FORMAT;
   self->header_written = FALSE;
+  self->have_segment = FALSE;
 }

@@ -1,0 +1,147 @@
+// RAII owners for CUDA runtime objects and the error conventions of gpu/:
+// set-up paths throw CudaError (file:line and cudaGetErrorName); per-batch
+// paths return a status.  Host-only; compiled only when CUDA is enabled.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace gpp {
+
+class CudaError : public std::runtime_error {
+public:
+  CudaError(cudaError_t code, const char *what, const char *file, int line)
+      : std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
+                           cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")"),
+        code_(code) {}
+  cudaError_t code() const { return code_; }
+
+private:
+  cudaError_t code_;
+};
+
+#define GPP_CUDA_TRY(call)                                                                     \
+  do {                                                                                         \
+    const cudaError_t gpp_status_ = (call);                                                    \
+    if (gpp_status_ != cudaSuccess) throw ::gpp::CudaError(gpp_status_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// Teardown never throws; at process exit the runtime may already be gone
+// (cudaErrorCudartUnloading), which is fine to ignore.
+inline void cuda_release(cudaError_t) {}
+
+// Move-only owner of a cudaStream_t.
+class Stream {
+public:
+  Stream() { GPP_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (stream_) cuda_release(cudaStreamDestroy(stream_));
+  }
+  Stream(Stream &&o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
+  Stream &operator=(Stream &&o) noexcept {
+    std::swap(stream_, o.stream_);
+    return *this;
+  }
+  cudaStream_t get() const { return stream_; }
+
+private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// Move-only owner of a cudaEvent_t (timing off: cheaper to record and query).
+class Event {
+public:
+  explicit Event(unsigned flags = cudaEventDisableTiming) {
+    GPP_CUDA_TRY(cudaEventCreateWithFlags(&event_, flags));
+  }
+  ~Event() {
+    if (event_) cuda_release(cudaEventDestroy(event_));
+  }
+  Event(Event &&o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
+  Event &operator=(Event &&o) noexcept {
+    std::swap(event_, o.event_);
+    return *this;
+  }
+  cudaEvent_t get() const { return event_; }
+
+private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Move-only owner of device memory.
+class DeviceMemory {
+public:
+  DeviceMemory() = default;
+  explicit DeviceMemory(size_t bytes) : bytes_(bytes) {
+    if (bytes) GPP_CUDA_TRY(cudaMalloc(&ptr_, bytes));
+  }
+  ~DeviceMemory() {
+    if (ptr_) cuda_release(cudaFree(ptr_));
+  }
+  DeviceMemory(DeviceMemory &&o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceMemory &operator=(DeviceMemory &&o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
+  size_t size() const { return bytes_; }
+
+private:
+  void *ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Move-only owner of pinned host memory from cudaHostAlloc.
+class PinnedMemory {
+public:
+  PinnedMemory() = default;
+  PinnedMemory(size_t bytes, unsigned flags) : bytes_(bytes) {
+    GPP_CUDA_TRY(cudaHostAlloc(&ptr_, bytes, flags));
+  }
+  ~PinnedMemory() {
+    if (ptr_) cuda_release(cudaFreeHost(ptr_));
+  }
+  PinnedMemory(PinnedMemory &&o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  PinnedMemory &operator=(PinnedMemory &&o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
+  size_t size() const { return bytes_; }
+
+private:
+  void *ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Move-only owner of an instantiated CUDA graph and the graph it came from.
+class GraphExec {
+public:
+  GraphExec() = default;
+  GraphExec(cudaGraph_t graph, cudaGraphExec_t exec) : graph_(graph), exec_(exec) {}
+  ~GraphExec() {
+    if (exec_) cuda_release(cudaGraphExecDestroy(exec_));
+    if (graph_) cuda_release(cudaGraphDestroy(graph_));
+  }
+  GraphExec(GraphExec &&o) noexcept
+      : graph_(std::exchange(o.graph_, nullptr)), exec_(std::exchange(o.exec_, nullptr)) {}
+  GraphExec &operator=(GraphExec &&o) noexcept {
+    std::swap(graph_, o.graph_);
+    std::swap(exec_, o.exec_);
+    return *this;
+  }
+  cudaGraphExec_t get() const { return exec_; }
+
+private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+} // namespace gpp

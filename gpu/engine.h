@@ -1,0 +1,106 @@
+// What the GStreamer side sees of the GPU: a pinned host-memory arena and
+// engines that run the packet core in one of the GPU modes.  No CUDA types
+// here, so gst-plugin/ compiles without the toolkit; builds without CUDA link
+// gpu_unavailable.cpp, whose factories explain that GPU support is absent.
+// Buffers given to an engine must be readable up to the next 16-byte
+// boundary (the kernels load 16 bytes at a time); HostArena buffers are.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "packet_core.h"
+
+namespace gpp {
+
+enum class Mode : int { Cpu = 0, Streams = 1, ZeroCopy = 2, Graph = 3, Persistent = 4 };
+
+inline const char *mode_name(Mode m) {
+  switch (m) {
+  case Mode::Cpu: return "cpu";
+  case Mode::Streams: return "streams";
+  case Mode::ZeroCopy: return "zerocopy";
+  case Mode::Graph: return "graph";
+  case Mode::Persistent: return "persistent";
+  }
+  return "?";
+}
+
+// How the host learns that a batch is done.
+enum class WaitStrategy : int {
+  Spin = 0,  // poll without pause: lowest latency, one busy core
+  Yield = 1, // poll, yielding the core between polls
+  Block = 2  // sleep in the driver (blocking-sync events; persistent: short sleeps)
+};
+
+// Page-locked host memory for batches and results.
+enum class HostMemoryKind : int {
+  Default = 0,       // cudaHostAllocPortable (device-visible too: UVA maps all pinned memory)
+  WriteCombined = 1, // faster H2D over PCIe, very slow for the CPU to read: input slots only
+  Mapped = 2         // cudaHostAllocMapped, explicitly
+};
+
+// One cudaHostAlloc block, allocated once and carved into buffers with a
+// first-fit free list.  Thread-safe.  Buffers are GPP_ARENA_ALIGN aligned.
+class HostArena {
+public:
+  static constexpr size_t kAlign = 256;
+
+  virtual ~HostArena() = default;
+  // nullptr when no free range is large enough right now.
+  virtual void *allocate(size_t bytes) = 0;
+  virtual void release(void *ptr) = 0;
+  virtual bool contains(const void *ptr) const = 0;
+  virtual size_t capacity() const = 0;
+  virtual size_t in_use() const = 0;
+};
+
+struct GpuSettings {
+  int device_id = 0;
+  unsigned num_streams = 4;       // streams / zerocopy / graph: batches in flight
+  unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
+  WaitStrategy wait = WaitStrategy::Spin;
+  size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch
+};
+
+// Bytes moved between host and device, by copy engines or by kernels reading
+// and writing pinned host memory.
+struct GpuCounters {
+  uint64_t bytes_h2d = 0;
+  uint64_t bytes_d2h = 0;
+};
+
+// Runs batches on the GPU.  Not thread-safe: one thread submits, one thread
+// waits, in ticket order (tickets count up from 0); at most slots() may be
+// outstanding.  `batch` and `results` must lie in a HostArena made for the
+// same device.
+class GpuEngine {
+public:
+  virtual ~GpuEngine() = default;
+  virtual Mode mode() const = 0;
+  virtual unsigned slots() const = 0;
+
+  // Starts a validated batch; returns false with a message on failure.
+  virtual bool submit(const uint8_t *batch, size_t batch_size, uint32_t packet_count,
+                      const CoreConfig &cfg, GppResult *results, std::string *error) = 0;
+  // Waits for the oldest outstanding batch; its results are then in host memory.
+  virtual bool wait_oldest(std::string *error) = 0;
+  // Safe to call from any thread.
+  virtual GpuCounters counters() const = 0;
+};
+
+// Why GPU modes cannot run here, or "" when a device is usable.
+std::string gpu_unavailable_reason(int device_id);
+
+// Factories: nullptr with a message on failure (no device, out of memory...).
+std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind kind,
+                                           std::string *error);
+std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+                                           std::string *error);
+
+// Device memory in use on `device_id` (total - free), for leak checks; -1 if unknown.
+int64_t device_memory_used(int device_id);
+
+} // namespace gpp

@@ -1,0 +1,435 @@
+// GPU engines and the pinned host arena (host code; CUDA runtime API only).
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cuda_util.h"
+#include "engine.h"
+#include "packet_kernels.h"
+
+namespace gpp {
+namespace {
+
+std::string describe(const CudaError &e) { return e.what(); }
+
+// Written by the submitting thread, read by whoever asks for stats.
+class AtomicCounters {
+public:
+  void add(uint64_t h2d, uint64_t d2h) {
+    h2d_.fetch_add(h2d, std::memory_order_relaxed);
+    d2h_.fetch_add(d2h, std::memory_order_relaxed);
+  }
+  GpuCounters get() const {
+    return {h2d_.load(std::memory_order_relaxed), d2h_.load(std::memory_order_relaxed)};
+  }
+
+private:
+  std::atomic<uint64_t> h2d_{0}, d2h_{0};
+};
+
+std::string size_text(size_t bytes) {
+  return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)";
+}
+
+// ---- pinned arena -------------------------------------------------------
+
+class CudaHostArena final : public HostArena {
+public:
+  CudaHostArena(size_t bytes, unsigned flags) : memory_(bytes, flags) {
+    free_[0] = bytes;
+  }
+
+  void *allocate(size_t bytes) override {
+    bytes = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < bytes) continue;
+      const size_t offset = it->first;
+      const size_t left = it->second - bytes;
+      free_.erase(it);
+      if (left) free_[offset + bytes] = left;
+      used_[offset] = bytes;
+      in_use_ += bytes;
+      return memory_.get<uint8_t>() + offset;
+    }
+    return nullptr;
+  }
+
+  void release(void *ptr) override {
+    if (!ptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t offset = static_cast<uint8_t *>(ptr) - memory_.get<uint8_t>();
+    auto used = used_.find(offset);
+    if (used == used_.end()) return;
+    size_t start = offset, len = used->second;
+    in_use_ -= len;
+    used_.erase(used);
+    // Coalesce with the free neighbours.
+    auto next = free_.lower_bound(start);
+    if (next != free_.end() && next->first == start + len) {
+      len += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == start) {
+        start = prev->first;
+        len += prev->second;
+        free_.erase(prev);
+      }
+    }
+    free_[start] = len;
+  }
+
+  bool contains(const void *ptr) const override {
+    const auto *p = static_cast<const uint8_t *>(ptr);
+    return p >= memory_.get<uint8_t>() && p < memory_.get<uint8_t>() + memory_.size();
+  }
+  size_t capacity() const override { return memory_.size(); }
+  size_t in_use() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return in_use_;
+  }
+
+private:
+  PinnedMemory memory_;
+  mutable std::mutex mutex_;
+  std::map<size_t, size_t> free_; // offset -> length
+  std::map<size_t, size_t> used_;
+  size_t in_use_ = 0;
+};
+
+// ---- waiting for the GPU ------------------------------------------------
+
+bool wait_event(cudaEvent_t event, WaitStrategy wait, std::string *error) {
+  cudaError_t e;
+  if (wait == WaitStrategy::Block) {
+    e = cudaEventSynchronize(event);
+  } else {
+    while ((e = cudaEventQuery(event)) == cudaErrorNotReady)
+      if (wait == WaitStrategy::Yield) sched_yield();
+  }
+  if (e != cudaSuccess) {
+    *error = std::string("GPU batch failed: ") + cudaGetErrorName(e) + " (" +
+             cudaGetErrorString(e) + ")";
+    return false;
+  }
+  return true;
+}
+
+bool check(cudaError_t e, const char *what, std::string *error) {
+  if (e == cudaSuccess) return true;
+  *error = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  return false;
+}
+
+// ---- streams, zerocopy and graph: one CUDA stream per slot ---------------
+
+// A batch in flight: its stream, completion event, and device buffers.
+struct StreamSlot {
+  Stream stream;
+  Event done;
+  DeviceMemory batch;   // streams / graph
+  DeviceMemory results; // streams / graph
+  GraphExec graph;      // graph
+  cudaGraphNode_t h2d = nullptr, kernel = nullptr, d2h = nullptr;
+  ProcessKernelArgs args; // graph: kernel node arguments (stable address)
+
+  explicit StreamSlot(unsigned event_flags) : done(event_flags) {}
+};
+
+class StreamEngine final : public GpuEngine {
+public:
+  StreamEngine(Mode mode, const GpuSettings &s) : mode_(mode), wait_(s.wait) {
+    const unsigned flags = cudaEventDisableTiming |
+                           (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
+    for (unsigned i = 0; i < std::max(1u, s.num_streams); ++i)
+      slots_.push_back(std::make_unique<StreamSlot>(flags));
+  }
+
+  Mode mode() const override { return mode_; }
+  unsigned slots() const override { return static_cast<unsigned>(slots_.size()); }
+  GpuCounters counters() const override { return counters_.get(); }
+
+  bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
+              GppResult *results, std::string *error) override {
+    StreamSlot &slot = *slots_[head_++ % slots_.size()];
+    const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
+    try {
+      if (mode_ == Mode::ZeroCopy) {
+        GPP_CUDA_TRY(launch_process_batch_zerocopy(batch, count, cfg, results, slot.stream.get()));
+      } else {
+        ensure_capacity(slot, batch_size, results_size);
+        if (mode_ == Mode::Streams) {
+          cudaStream_t st = slot.stream.get();
+          GPP_CUDA_TRY(cudaMemcpyAsync(slot.batch.get(), batch, batch_size,
+                                       cudaMemcpyHostToDevice, st));
+          GPP_CUDA_TRY(launch_process_batch(slot.batch.get<uint8_t>(), count, cfg,
+                                            slot.results.get<GppResult>(), st));
+          if (results_size)
+            GPP_CUDA_TRY(cudaMemcpyAsync(results, slot.results.get(), results_size,
+                                         cudaMemcpyDeviceToHost, st));
+        } else {
+          replay_graph(slot, batch, batch_size, count, cfg, results, results_size);
+        }
+      }
+      // Copy engines (streams, graph) or the kernel over PCIe (zerocopy) move these.
+      counters_.add(batch_size, results_size);
+      GPP_CUDA_TRY(cudaEventRecord(slot.done.get(), slot.stream.get()));
+    } catch (const CudaError &e) {
+      *error = describe(e);
+      return false;
+    }
+    return true;
+  }
+
+  bool wait_oldest(std::string *error) override {
+    StreamSlot &slot = *slots_[tail_++ % slots_.size()];
+    return wait_event(slot.done.get(), wait_, error);
+  }
+
+private:
+  // Device buffers grow to the largest batch seen (the slot is idle here).
+  void ensure_capacity(StreamSlot &slot, size_t batch_size, size_t results_size) {
+    if (slot.batch.size() < batch_size) {
+      slot.batch = DeviceMemory();
+      slot.batch = DeviceMemory(std::max(batch_size, slot.batch.size() * 2));
+    }
+    if (slot.results.size() < std::max<size_t>(results_size, sizeof(GppResult))) {
+      slot.results = DeviceMemory();
+      slot.results = DeviceMemory(std::max<size_t>(results_size, sizeof(GppResult)));
+    }
+  }
+
+  // The copy-kernel-copy sequence is built once per slot, instantiated once,
+  // and each batch only updates its three nodes (cheap: DESIGN.md measured
+  // 1.7 us of CPU for the three updates) before a replay.  Built node by node
+  // rather than captured so the node handles are at hand.
+  void replay_graph(StreamSlot &slot, const uint8_t *batch, size_t batch_size, uint32_t count,
+                    const CoreConfig &cfg, GppResult *results, size_t results_size) {
+    slot.args.batch = slot.batch.get<uint8_t>();
+    slot.args.packet_count = count;
+    slot.args.cfg = cfg;
+    slot.args.results = slot.results.get<GppResult>();
+    cudaKernelNodeParams kernel_params;
+    make_process_kernel_node(&slot.args, &kernel_params);
+    // A zero-byte copy node is not allowed: copy one record's worth of
+    // device scratch instead when the batch is empty.
+    const size_t d2h_size = std::max<size_t>(results_size, 1);
+    static thread_local GppResult empty_sink;
+    GppResult *d2h_dst = results_size ? results : &empty_sink;
+    if (!slot.graph.get()) {
+      cudaGraph_t graph;
+      GPP_CUDA_TRY(cudaGraphCreate(&graph, 0));
+      GPP_CUDA_TRY(cudaGraphAddMemcpyNode1D(&slot.h2d, graph, nullptr, 0, slot.batch.get(), batch,
+                                            batch_size, cudaMemcpyHostToDevice));
+      GPP_CUDA_TRY(cudaGraphAddKernelNode(&slot.kernel, graph, &slot.h2d, 1, &kernel_params));
+      GPP_CUDA_TRY(cudaGraphAddMemcpyNode1D(&slot.d2h, graph, &slot.kernel, 1, d2h_dst,
+                                            slot.results.get(), d2h_size,
+                                            cudaMemcpyDeviceToHost));
+      cudaGraphExec_t exec;
+      GPP_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+      slot.graph = GraphExec(graph, exec);
+    } else {
+      cudaGraphExec_t exec = slot.graph.get();
+      GPP_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.h2d, slot.batch.get(), batch,
+                                                      batch_size, cudaMemcpyHostToDevice));
+      GPP_CUDA_TRY(cudaGraphExecKernelNodeSetParams(exec, slot.kernel, &kernel_params));
+      GPP_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.d2h, d2h_dst, slot.results.get(),
+                                                      d2h_size, cudaMemcpyDeviceToHost));
+    }
+    GPP_CUDA_TRY(cudaGraphLaunch(slot.graph.get(), slot.stream.get()));
+  }
+
+  Mode mode_;
+  WaitStrategy wait_;
+  std::vector<std::unique_ptr<StreamSlot>> slots_;
+  uint64_t head_ = 0, tail_ = 0;
+  AtomicCounters counters_;
+};
+
+// ---- persistent ---------------------------------------------------------
+
+class PersistentEngine final : public GpuEngine {
+public:
+  PersistentEngine(const GpuSettings &s, size_t max_batch_bytes) : wait_(s.wait) {
+    unsigned max_blocks = 0;
+    GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
+    int sms = 0;
+    GPP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device_id));
+    blocks_ = s.persistent_blocks ? s.persistent_blocks : static_cast<unsigned>(sms);
+    if (blocks_ > max_blocks)
+      throw std::runtime_error("persistent-blocks=" + std::to_string(blocks_) +
+                               " exceeds the " + std::to_string(max_blocks) +
+                               " blocks that can be resident at once on this GPU");
+    slots_ = std::min(kPersistentMaxSlots, std::max(1u, s.num_streams));
+    control_ = PinnedMemory(sizeof(PersistentControl), cudaHostAllocMapped | cudaHostAllocPortable);
+    std::memset(control_.get(), 0, sizeof(PersistentControl));
+    control()->slots = slots_;
+    state_ = DeviceMemory(sizeof(PersistentDeviceState));
+    GPP_CUDA_TRY(cudaMemset(state_.get(), 0, sizeof(PersistentDeviceState)));
+    batch_capacity_ = std::max<size_t>(max_batch_bytes, 1 << 16);
+    results_capacity_ = static_cast<uint32_t>(
+        std::min<size_t>(batch_capacity_ / (sizeof(GppPacketDesc) + GPP_PACKET_ALIGN) + 1,
+                         UINT32_MAX));
+    batch_staging_ = DeviceMemory(batch_capacity_);
+    results_staging_ = DeviceMemory(static_cast<size_t>(results_capacity_) * sizeof(GppResult));
+    PersistentControl *device_control = nullptr;
+    GPP_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device_control),
+                                          control_.get(), 0));
+    PersistentLaunch launch{};
+    launch.control = device_control;
+    launch.state = state_.get<PersistentDeviceState>();
+    launch.batch_staging = batch_staging_.get<uint8_t>();
+    launch.batch_capacity = batch_capacity_;
+    launch.results_staging = results_staging_.get<GppResult>();
+    launch.results_capacity = results_capacity_;
+    launch.blocks = blocks_;
+    launch.idle_sleep_ns = s.wait == WaitStrategy::Spin ? 0 : 500;
+    GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
+  }
+
+  ~PersistentEngine() override {
+    // Stop the kernel and wait for it; never throws.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(1, std::memory_order_release);
+    cuda_release(cudaStreamSynchronize(stream_.get()));
+  }
+
+  Mode mode() const override { return Mode::Persistent; }
+  unsigned slots() const override { return slots_; }
+  GpuCounters counters() const override { return counters_.get(); }
+
+  bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
+              GppResult *results, std::string *error) override {
+    if (batch_size > batch_capacity_ || count > results_capacity_) {
+      *error = "batch of " + size_text(batch_size) + " / " + std::to_string(count) +
+               " packets exceeds the persistent kernel's staging (" + size_text(batch_capacity_) +
+               "); raise pool-size";
+      return false;
+    }
+    const uint64_t ticket = head_++;
+    PersistentJob &job = control()->jobs[ticket % slots_];
+    job.error = 0;
+    job.packet_count = count;
+    job.batch_size = batch_size;
+    job.batch = batch;
+    job.results = results;
+    job.cfg = cfg;
+    std::atomic_thread_fence(std::memory_order_release);
+    reinterpret_cast<std::atomic<uint64_t> *>(&job.doorbell)
+        ->store(ticket + 1, std::memory_order_release);
+    counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
+    return true;
+  }
+
+  bool wait_oldest(std::string *error) override {
+    const uint64_t ticket = tail_++;
+    PersistentJob &job = control()->jobs[ticket % slots_];
+    auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&job.done);
+    for (unsigned spins = 0; done->load(std::memory_order_acquire) != ticket + 1; ++spins) {
+      if ((spins & 1023) == 1023) {
+        // The kernel may have died (e.g. a fault): then the stream reports it.
+        const cudaError_t e = cudaStreamQuery(stream_.get());
+        if (e != cudaErrorNotReady)
+          return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
+                       "persistent kernel stopped unexpectedly", error);
+      }
+      if (wait_ == WaitStrategy::Yield) sched_yield();
+      else if (wait_ == WaitStrategy::Block) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (job.error != kPersistentOk) {
+      *error = "persistent kernel refused a batch (error " + std::to_string(job.error) + ")";
+      return false;
+    }
+    return true;
+  }
+
+private:
+  PersistentControl *control() { return control_.get<PersistentControl>(); }
+
+  WaitStrategy wait_;
+  unsigned blocks_ = 0;
+  unsigned slots_ = 0;
+  Stream stream_;
+  PinnedMemory control_;
+  DeviceMemory state_;
+  size_t batch_capacity_ = 0;
+  uint32_t results_capacity_ = 0;
+  DeviceMemory batch_staging_;
+  DeviceMemory results_staging_;
+  uint64_t head_ = 0, tail_ = 0;
+  AtomicCounters counters_;
+};
+
+} // namespace
+
+std::string gpu_unavailable_reason(int device_id) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    return std::string("CUDA could not initialise: ") + cudaGetErrorName(e) + " (" +
+           cudaGetErrorString(e) + ")";
+  if (device_id < 0 || device_id >= count)
+    return "device-id " + std::to_string(device_id) + " does not exist: this machine has " +
+           std::to_string(count) + " CUDA device(s)";
+  return "";
+}
+
+std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind kind,
+                                           std::string *error) {
+  std::string why = gpu_unavailable_reason(device_id);
+  if (!why.empty()) {
+    *error = why;
+    return nullptr;
+  }
+  unsigned flags = cudaHostAllocPortable;
+  if (kind == HostMemoryKind::WriteCombined) flags |= cudaHostAllocWriteCombined;
+  if (kind == HostMemoryKind::Mapped) flags |= cudaHostAllocMapped;
+  try {
+    GPP_CUDA_TRY(cudaSetDevice(device_id));
+    return std::make_unique<CudaHostArena>(bytes, flags);
+  } catch (const CudaError &e) {
+    *error = "cudaHostAlloc of " + size_text(bytes) + " failed: " + e.what() +
+             " (the limit is the host's lockable memory: ulimit -l and free RAM)";
+    return nullptr;
+  }
+}
+
+std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+                                           std::string *error) {
+  std::string why = gpu_unavailable_reason(settings.device_id);
+  if (!why.empty()) {
+    *error = why;
+    return nullptr;
+  }
+  try {
+    GPP_CUDA_TRY(cudaSetDevice(settings.device_id));
+    if (mode == Mode::Persistent)
+      return std::make_unique<PersistentEngine>(settings, settings.max_batch_bytes);
+    if (mode == Mode::Cpu) {
+      *error = "mode cpu has no GPU engine";
+      return nullptr;
+    }
+    return std::make_unique<StreamEngine>(mode, settings);
+  } catch (const std::exception &e) {
+    *error = e.what();
+    return nullptr;
+  }
+}
+
+int64_t device_memory_used(int device_id) {
+  size_t free_bytes = 0, total = 0;
+  if (cudaSetDevice(device_id) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess)
+    return -1;
+  return static_cast<int64_t>(total - free_bytes);
+}
+
+} // namespace gpp

@@ -1,0 +1,184 @@
+#include "gstpinnedallocator.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+GST_DEBUG_CATEGORY_STATIC (gpp_pinned_allocator_debug);
+#define GST_CAT_DEFAULT gpp_pinned_allocator_debug
+
+#define GPP_PINNED_MEMORY_TYPE "GppPinnedMemory"
+
+struct GppPinnedMemory
+{
+  GstMemory mem;
+  guint8 *data;
+};
+
+struct GppArenaState
+{
+  std::unique_ptr<gpp::HostArena> arena;
+  std::mutex lock;
+  std::condition_variable freed;  /* signalled when memory goes back */
+  std::atomic<guint64> fallbacks {0};
+};
+
+struct _GppPinnedAllocator
+{
+  GstAllocator parent;
+  GppArenaState *state;
+};
+
+G_DEFINE_TYPE (GppPinnedAllocator, gpp_pinned_allocator, GST_TYPE_ALLOCATOR);
+
+static GstMemory *
+wrap (GstAllocator * allocator, GstMemory * parent, guint8 * data, gsize maxsize,
+    gsize offset, gsize size)
+{
+  auto *m = g_new0 (GppPinnedMemory, 1);
+  gst_memory_init (GST_MEMORY_CAST (m), (GstMemoryFlags) 0, allocator, parent, maxsize,
+      gpp::HostArena::kAlign - 1, offset, size);
+  m->data = data;
+  return GST_MEMORY_CAST (m);
+}
+
+GstMemory *
+gpp_pinned_allocator_try_alloc (GstAllocator * allocator, gsize size)
+{
+  GppPinnedAllocator *self = GPP_PINNED_ALLOCATOR (allocator);
+  void *data = self->state->arena->allocate (MAX (size, 1));
+  if (!data)
+    return NULL;
+  return wrap (allocator, NULL, static_cast<guint8 *> (data), size, 0, size);
+}
+
+GstMemory *
+gpp_pinned_allocator_alloc_wait (GstAllocator * allocator, gsize size,
+    const std::atomic<bool> &cancel)
+{
+  GppArenaState *st = GPP_PINNED_ALLOCATOR (allocator)->state;
+  for (;;) {
+    GstMemory *mem = gpp_pinned_allocator_try_alloc (allocator, size);
+    if (mem || cancel.load ())
+      return mem;
+    std::unique_lock<std::mutex> lock (st->lock);
+    /* Short waits: a flush sets `cancel` without signalling `freed`. */
+    st->freed.wait_for (lock, std::chrono::milliseconds (10));
+  }
+}
+
+static GstMemory *
+gpp_pinned_allocator_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
+{
+  GppPinnedAllocator *self = GPP_PINNED_ALLOCATOR (allocator);
+  const gsize total = size + params->prefix + params->padding;
+  GstMemory *mem = gpp_pinned_allocator_try_alloc (allocator, total);
+  if (!mem) {
+    /* Never fail upstream: hand out ordinary memory, which gpupacketproc
+     * copies into the arena once there is room. */
+    self->state->fallbacks++;
+    GST_LOG_OBJECT (self, "arena full, %" G_GSIZE_FORMAT " bytes from system memory", total);
+    return gst_allocator_alloc (NULL, size, params);
+  }
+  mem->offset = params->prefix;
+  mem->size = size;
+  return mem;
+}
+
+static void
+gpp_pinned_allocator_free (GstAllocator * allocator, GstMemory * mem)
+{
+  GppArenaState *st = GPP_PINNED_ALLOCATOR (allocator)->state;
+  auto *m = reinterpret_cast<GppPinnedMemory *> (mem);
+  if (!mem->parent) {
+    st->arena->release (m->data);
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->freed.notify_all ();
+  }
+  g_free (m);
+}
+
+static gpointer
+pinned_map (GstMemory * mem, gsize, GstMapFlags)
+{
+  return reinterpret_cast<GppPinnedMemory *> (mem)->data;
+}
+
+static void
+pinned_unmap (GstMemory *)
+{
+}
+
+static GstMemory *
+pinned_share (GstMemory * mem, gssize offset, gssize size)
+{
+  auto *m = reinterpret_cast<GppPinnedMemory *> (mem);
+  GstMemory *parent = mem->parent ? mem->parent : mem;
+  if (size == -1)
+    size = mem->size - offset;
+  return wrap (mem->allocator, parent, m->data, mem->maxsize, mem->offset + offset, size);
+}
+
+gboolean
+gpp_pinned_allocator_owns (GstAllocator * allocator, GstMemory * mem)
+{
+  return mem->allocator == allocator;
+}
+
+gsize
+gpp_pinned_allocator_capacity (GstAllocator * allocator)
+{
+  return GPP_PINNED_ALLOCATOR (allocator)->state->arena->capacity ();
+}
+
+gsize
+gpp_pinned_allocator_in_use (GstAllocator * allocator)
+{
+  return GPP_PINNED_ALLOCATOR (allocator)->state->arena->in_use ();
+}
+
+guint64
+gpp_pinned_allocator_fallbacks (GstAllocator * allocator)
+{
+  return GPP_PINNED_ALLOCATOR (allocator)->state->fallbacks.load ();
+}
+
+static void
+gpp_pinned_allocator_finalize (GObject * object)
+{
+  GppPinnedAllocator *self = GPP_PINNED_ALLOCATOR (object);
+  GST_DEBUG_OBJECT (self, "freeing the pinned arena");
+  delete self->state;
+  G_OBJECT_CLASS (gpp_pinned_allocator_parent_class)->finalize (object);
+}
+
+static void
+gpp_pinned_allocator_class_init (GppPinnedAllocatorClass * klass)
+{
+  GST_ALLOCATOR_CLASS (klass)->alloc = gpp_pinned_allocator_alloc;
+  GST_ALLOCATOR_CLASS (klass)->free = gpp_pinned_allocator_free;
+  G_OBJECT_CLASS (klass)->finalize = gpp_pinned_allocator_finalize;
+  GST_DEBUG_CATEGORY_INIT (gpp_pinned_allocator_debug, "gpppinnedallocator", 0,
+      "pinned host memory for gpupacket");
+}
+
+static void
+gpp_pinned_allocator_init (GppPinnedAllocator * self)
+{
+  GstAllocator *alloc = GST_ALLOCATOR (self);
+  alloc->mem_type = GPP_PINNED_MEMORY_TYPE;
+  alloc->mem_map = pinned_map;
+  alloc->mem_unmap = pinned_unmap;
+  alloc->mem_share = pinned_share;
+  GST_OBJECT_FLAG_SET (self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+  self->state = new GppArenaState ();
+}
+
+GstAllocator *
+gpp_pinned_allocator_new (std::unique_ptr<gpp::HostArena> arena)
+{
+  auto *self = GPP_PINNED_ALLOCATOR (g_object_new (GPP_TYPE_PINNED_ALLOCATOR, NULL));
+  gst_object_ref_sink (self);
+  self->state->arena = std::move (arena);
+  return GST_ALLOCATOR (self);
+}
