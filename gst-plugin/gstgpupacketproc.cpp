@@ -11,27 +11,52 @@
  * The core parses the link layer (Ethernet with 802.1Q/802.1ad tags and MPLS,
  * Linux SLL/SLL2, raw IP, BSD loopback), IPv4 (options, fragments, header
  * checksum), IPv6 with extension-header chains, TCP/UDP/ICMP/ICMPv6, verifies
- * L4 checksums on request and computes the Toeplitz RSS hash.
+ * L4 checksums on request and computes the Toeplitz RSS hash.  The same
+ * source runs on host threads (mode=cpu) or on a CUDA GPU:
+ *
+ * - streams: copy in, kernel, copy out on one of num-streams CUDA streams,
+ *   several batches in flight so neighbours' copies and kernels overlap;
+ * - zerocopy: the kernel reads the batch from and writes results to pinned
+ *   host memory, no copies;
+ * - graph: the copy-kernel-copy sequence as a CUDA graph per stream, built
+ *   once, updated and replayed per batch (less launch cost);
+ * - persistent: a resident kernel polls a work queue in mapped memory; the
+ *   lowest latency, at the price of a GPU and a host core kept busy.
+ *
+ * Results always leave in input order; serialized events never overtake
+ * earlier batches, and EOS waits for every batch in flight.  mode and
+ * num-streams may change while playing: work in flight drains first.
+ *
+ * Pinned memory (pool-size MiB for batches and as much for results) is
+ * allocated on READY→PAUSED where a GPU is usable, and offered upstream in the
+ * ALLOCATION query so that pcapsrc writes batches straight into it.  Without
+ * a usable GPU the element still works in mode=cpu; asking for a GPU mode
+ * there is an error that says why (no fallback: a silent CPU run would
+ * misreport performance).
  *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc mode=cpu cpu-threads=0 ! \
  *     packetresultenc format=csv ! filesink location=trace.csv
- * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc verify-l4-checksum=true symmetric-rss=true ! \
- *     packetresultenc format=jsonl ! fdsink
+ * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=4096 ! gpupacketproc mode=graph ! fakesink
+ * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=64 ! gpupacketproc mode=persistent ! fakesink
  * ]|
  */
 #include "gstgpupacketproc.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "cpu_engine.h"
+#include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
+#include "gstpinnedallocator.h"
 #include "latencywindow.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
@@ -42,6 +67,16 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_VERIFY_L4_CHECKSUM FALSE
 #define DEFAULT_CPU_THREADS 1
 #define MAX_CPU_THREADS 1024
+#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_NUM_STREAMS 4
+#define MAX_NUM_STREAMS 64
+#define DEFAULT_POOL_SIZE 128   /* MiB */
+#define MAX_POOL_SIZE (64 * 1024)
+#define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
+#define DEFAULT_PERSISTENT_BLOCKS 0
+#define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
+
+constexpr int kModeCount = 5;
 
 enum
 {
@@ -51,14 +86,57 @@ enum
   PROP_SYMMETRIC_RSS,
   PROP_VERIFY_L4_CHECKSUM,
   PROP_CPU_THREADS,
+  PROP_DEVICE_ID,
+  PROP_NUM_STREAMS,
+  PROP_POOL_SIZE,
+  PROP_POOL_MEMORY,
+  PROP_PERSISTENT_BLOCKS,
+  PROP_WAIT_STRATEGY,
   PROP_STATS,
 };
 
-/* What the streaming thread owns between READY→PAUSED and PAUSED→READY. */
+/* A batch on the GPU, or a serialized event waiting behind batches. */
+struct PendingItem
+{
+  GstEvent *event = nullptr;    /* set for events */
+  GstBuffer *batch = nullptr;   /* the batch as received (goes into the meta) */
+  GstBuffer *staging = nullptr; /* pinned copy of a batch from foreign memory */
+  GstMapInfo batch_map {};      /* of staging, or of batch when it is pinned */
+  GstBuffer *results = nullptr;
+  GstMapInfo results_map {};
+  uint32_t count = 0;
+  guint64 bytes = 0;
+  std::chrono::steady_clock::time_point entry;
+  gpp::Mode mode = gpp::Mode::Cpu;
+};
+
+/* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct GppProcState
 {
-  std::unique_ptr<gpp::CpuEngine> engine;
-  unsigned engine_threads_setting = 0; /* cpu-threads the engine was built for */
+  std::unique_ptr<gpp::CpuEngine> cpu;
+  unsigned cpu_threads_setting = 0;
+  GstAllocator *input_allocator = nullptr;   /* pinned arena for batches */
+  GstAllocator *results_allocator = nullptr; /* pinned arena for results */
+  std::string no_pool_reason;                /* why there is no pinned pool */
+  std::unique_ptr<gpp::GpuEngine> gpu;
+  gpp::GpuSettings gpu_settings;             /* that gpu was made with */
+
+  /* The ordered output queue, shared by the chain and the src pad task. */
+  std::mutex lock;
+  std::condition_variable changed;
+  std::deque<PendingItem> queue;
+  unsigned outstanding = 0;     /* queued items + the one being pushed */
+  unsigned gpu_in_flight = 0;   /* submitted to gpu, not yet waited for */
+  std::atomic<bool> flushing {false};
+  GstFlowReturn last_flow = GST_FLOW_OK;
+
+  ~GppProcState ()
+  {
+    if (input_allocator)
+      gst_object_unref (input_allocator);
+    if (results_allocator)
+      gst_object_unref (results_allocator);
+  }
 };
 
 struct GppProcStats
@@ -68,13 +146,25 @@ struct GppProcStats
   guint64 packets = 0;
   guint64 bytes = 0;            /* captured packet bytes processed */
   guint64 malformed = 0;        /* packets with any status flag */
-  LatencyWindow latency;        /* chain entry to result push, ns */
+  guint64 copied_batches = 0;   /* batches copied into the pinned pool */
+  guint64 copied_bytes = 0;
+  guint64 bytes_h2d = 0, bytes_d2h = 0;  /* of engines already destroyed */
+  guint max_in_flight = 0;
+  LatencyWindow latency;        /* chain entry to result push, ns, all modes */
+  LatencyWindow mode_latency[kModeCount];
+  guint64 mode_batches[kModeCount] = {};
 
   void reset ()
   {
     std::lock_guard<std::mutex> guard (lock);
-    batches = packets = bytes = malformed = 0;
+    batches = packets = bytes = malformed = copied_batches = copied_bytes = 0;
+    bytes_h2d = bytes_d2h = 0;
+    max_in_flight = 0;
     latency.clear ();
+    for (int m = 0; m < kModeCount; m++) {
+      mode_latency[m].clear ();
+      mode_batches[m] = 0;
+    }
   }
 };
 
@@ -91,6 +181,12 @@ struct _GstGpuPacketProc
   gchar *rss_key_text;          /* as the user wrote it */
   gchar *rss_key_error;         /* why rss_key_text was refused, or NULL */
   guint cpu_threads;
+  gint device_id;
+  guint num_streams;
+  guint pool_size_mib;
+  GstGpuPacketProcMemory pool_memory;
+  guint persistent_blocks;
+  GstGpuPacketProcWait wait_strategy;
 
   gint linktype;                /* from the sink caps; streaming thread */
   GppProcState *state;
@@ -117,11 +213,60 @@ gst_gpu_packet_proc_mode_get_type (void)
   static const GEnumValue modes[] = {
     {GST_GPU_PACKET_PROC_MODE_CPU, "The packet core on host threads (see cpu-threads)",
         "cpu"},
+    {GST_GPU_PACKET_PROC_MODE_STREAMS, "GPU: async copy in, kernel, copy out on "
+          "num-streams CUDA streams, several batches in flight (throughput)", "streams"},
+    {GST_GPU_PACKET_PROC_MODE_ZEROCOPY, "GPU: the kernel reads batches from and writes "
+          "results to pinned host memory, no copies", "zerocopy"},
+    {GST_GPU_PACKET_PROC_MODE_GRAPH, "GPU: copy-kernel-copy as a CUDA graph per stream, "
+          "updated and replayed per batch (lower launch cost)", "graph"},
+    {GST_GPU_PACKET_PROC_MODE_PERSISTENT, "GPU: a resident kernel polls a work queue in "
+          "mapped memory (lowest latency; keeps a host core and the GPU busy)", "persistent"},
     {0, NULL, NULL}
   };
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstGpuPacketProcMode", modes);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_packet_proc_wait_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue waits[] = {
+    {GST_GPU_PACKET_PROC_WAIT_SPIN, "Poll without pause: lowest latency, one busy core",
+        "spin"},
+    {GST_GPU_PACKET_PROC_WAIT_YIELD, "Poll, yielding the core between polls", "yield"},
+    {GST_GPU_PACKET_PROC_WAIT_BLOCK, "Sleep until done: frees the core, about doubles "
+          "completion latency", "block"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuPacketProcWait", waits);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_packet_proc_memory_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue kinds[] = {
+    {GST_GPU_PACKET_PROC_MEMORY_DEFAULT, "Page-locked, cached (cudaHostAllocPortable)",
+        "default"},
+    {GST_GPU_PACKET_PROC_MEMORY_WRITE_COMBINED, "Write-combined batches: faster copies to "
+          "the GPU, very slow for the CPU to read (bad for mode=cpu)", "write-combined"},
+    {GST_GPU_PACKET_PROC_MEMORY_MAPPED, "Page-locked and explicitly mapped "
+          "(cudaHostAllocMapped)", "mapped"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuPacketProcMemory", kinds);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -166,116 +311,524 @@ rss_key_from_text (const gchar * text, uint8_t * key)
   return NULL;
 }
 
+static gpp::Mode
+to_engine_mode (GstGpuPacketProcMode mode)
+{
+  return static_cast<gpp::Mode> (mode);
+}
+
+static guint64
+elapsed_ns (std::chrono::steady_clock::time_point since)
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::steady_clock::now () - since).count ();
+}
+
+/* Counts a finished batch into the stats. */
+static void
+gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppResult * records,
+    uint32_t count, guint64 bytes, std::chrono::steady_clock::time_point entry)
+{
+  guint64 malformed = 0;
+  for (uint32_t i = 0; i < count; i++)
+    malformed += records[i].status != 0;
+  const guint64 latency = elapsed_ns (entry);
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  self->stats->batches++;
+  self->stats->packets += count;
+  self->stats->bytes += bytes;
+  self->stats->malformed += malformed;
+  self->stats->latency.add (latency);
+  self->stats->mode_latency[static_cast<int> (mode)].add (latency);
+  self->stats->mode_batches[static_cast<int> (mode)]++;
+}
+
+/* Turns a finished item into the results buffer to push; takes its buffers. */
+static GstBuffer *
+finish_results (PendingItem & item)
+{
+  gst_buffer_unmap (item.results, &item.results_map);
+  gst_buffer_unmap (item.staging ? item.staging : item.batch, &item.batch_map);
+  gst_clear_buffer (&item.staging);
+  gst_buffer_copy_into (item.results, item.batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+  gst_buffer_add_packet_batch_meta (item.results, item.batch);
+  gst_clear_buffer (&item.batch);
+  GstBuffer *results = item.results;
+  item.results = nullptr;
+  return results;
+}
+
+/* Drops an item nobody will see (flush, shutdown). */
+static void
+discard_item (PendingItem & item)
+{
+  if (item.event) {
+    gst_event_unref (item.event);
+    return;
+  }
+  gst_buffer_unref (finish_results (item));
+}
+
+/* Waits until every queued item is out; FALSE when a flush interrupts. */
+static gboolean
+gst_gpu_packet_proc_drain (GstGpuPacketProc * self)
+{
+  GppProcState *st = self->state;
+  std::unique_lock<std::mutex> lock (st->lock);
+  st->changed.wait (lock, [st] { return st->outstanding == 0 || st->flushing.load (); });
+  return st->outstanding == 0;
+}
+
+/* The src pad task: pushes queued results and events in order. */
+static void
+gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
+{
+  GppProcState *st = self->state;
+  PendingItem item;
+  {
+    std::unique_lock<std::mutex> lock (st->lock);
+    st->changed.wait (lock, [st] { return !st->queue.empty () || st->flushing.load (); });
+    if (st->queue.empty ()) {
+      gst_pad_pause_task (self->srcpad);
+      return;
+    }
+    item = st->queue.front ();
+    st->queue.pop_front ();
+  }
+
+  GstFlowReturn flow = GST_FLOW_OK;
+  if (item.event) {
+    if (st->flushing.load ())
+      gst_event_unref (item.event);
+    else
+      gst_pad_push_event (self->srcpad, item.event);
+  } else {
+    std::string error;
+    const bool ok = st->gpu->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
+    {
+      std::lock_guard<std::mutex> lock (st->lock);
+      st->gpu_in_flight--;
+    }
+    st->changed.notify_all ();
+    if (!ok) {
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
+              gpp::mode_name (item.mode)), ("%s", error.c_str ()));
+      discard_item (item);
+      flow = GST_FLOW_ERROR;
+    } else {
+      gst_gpu_packet_proc_account (self, item.mode,
+          reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
+          item.entry);
+      GstBuffer *results = finish_results (item);
+      if (st->flushing.load ())
+        gst_buffer_unref (results);
+      else
+        flow = gst_pad_push (self->srcpad, results);
+    }
+  }
+
+  std::lock_guard<std::mutex> lock (st->lock);
+  st->outstanding--;
+  if (flow != GST_FLOW_OK && st->last_flow == GST_FLOW_OK)
+    st->last_flow = flow;
+  st->changed.notify_all ();
+}
+
+/* Queues a serialized event behind the batches in flight, or sends it now. */
+static gboolean
+gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * event)
+{
+  GppProcState *st = self->state;
+  if (st) {
+    std::lock_guard<std::mutex> lock (st->lock);
+    if (st->outstanding > 0) {
+      PendingItem item;
+      item.event = event;
+      st->queue.push_back (item);
+      st->outstanding++;
+      st->changed.notify_all ();
+      return TRUE;
+    }
+  }
+  return gst_pad_push_event (self->srcpad, event);
+}
+
 static gboolean
 gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
+  GppProcState *st = self->state;
 
-  if (GST_EVENT_TYPE (event) == GST_EVENT_CAPS) {
-    GstCaps *caps;
-    gint linktype = -1;
-
-    gst_event_parse_caps (event, &caps);
-    gst_structure_get_int (gst_caps_get_structure (caps, 0), "linktype", &linktype);
-    if (!gpp::linktype_supported ((uint32_t) linktype)) {
-      GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
-          ("Link type %d is not supported by gpupacketproc.", linktype),
-          ("supported pcap link types: 0 (BSD loopback), 1 (Ethernet), 101 (raw IP), "
-              "108 (OpenBSD loopback), 113 (Linux SLL), 228 (IPv4), 229 (IPv6), "
-              "276 (Linux SLL2)"));
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gint linktype = -1;
+      gst_event_parse_caps (event, &caps);
+      gst_structure_get_int (gst_caps_get_structure (caps, 0), "linktype", &linktype);
       gst_event_unref (event);
-      return FALSE;
+      if (!gpp::linktype_supported ((uint32_t) linktype)) {
+        GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+            ("Link type %d is not supported by gpupacketproc.", linktype),
+            ("supported pcap link types: 0 (BSD loopback), 1 (Ethernet), 101 (raw IP), "
+                "108 (OpenBSD loopback), 113 (Linux SLL), 228 (IPv4), 229 (IPv6), "
+                "276 (Linux SLL2)"));
+        return FALSE;
+      }
+      self->linktype = linktype;
+      GstCaps *src_caps = gst_pad_get_pad_template_caps (self->srcpad);
+      gboolean ok = gst_gpu_packet_proc_forward_serialized (self, gst_event_new_caps (src_caps));
+      gst_caps_unref (src_caps);
+      return ok;
     }
-    gst_event_unref (event);
-    self->linktype = linktype;
-    GstCaps *src_caps = gst_pad_get_pad_template_caps (self->srcpad);
-    gboolean ok = gst_pad_push_event (self->srcpad, gst_event_new_caps (src_caps));
-    gst_caps_unref (src_caps);
-    return ok;
+    case GST_EVENT_FLUSH_START:
+      if (st) {
+        st->flushing = true;
+        st->changed.notify_all ();
+      }
+      return gst_pad_push_event (self->srcpad, event);
+    case GST_EVENT_FLUSH_STOP:
+      if (st) {
+        /* The task retires what the GPU still holds, discarding it. */
+        {
+          std::unique_lock<std::mutex> lock (st->lock);
+          st->changed.wait (lock, [st] { return st->outstanding == 0; });
+          st->flushing = false;
+          st->last_flow = GST_FLOW_OK;
+        }
+        gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
+            NULL);
+      }
+      return gst_pad_push_event (self->srcpad, event);
+    default:
+      if (GST_EVENT_IS_SERIALIZED (event))
+        return gst_gpu_packet_proc_forward_serialized (self, event);
+      return gst_pad_event_default (pad, parent, event);
   }
-  return gst_pad_event_default (pad, parent, event);
 }
 
-/* Rebuilds the engine when cpu-threads changed; streaming thread only. */
-static void
-gst_gpu_packet_proc_ensure_engine (GstGpuPacketProc * self, guint threads_setting)
+static gboolean
+gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
+  GppProcState *st = self->state;
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
+    if (st && st->input_allocator) {
+      GstAllocationParams params;
+      gst_allocation_params_init (&params);
+      params.align = gpp::HostArena::kAlign - 1;
+      gst_query_add_allocation_param (query, st->input_allocator, &params);
+      return TRUE;
+    }
+    return FALSE;
+  }
+  if (GST_QUERY_IS_SERIALIZED (query) && st && !gst_gpu_packet_proc_drain (self))
+    return FALSE;
+  return gst_pad_query_default (pad, parent, query);
+}
+
+static gboolean
+gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadMode mode,
+    gboolean active)
+{
+  GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
+  GppProcState *st = self->state;
+
+  if (mode != GST_PAD_MODE_PUSH || !st)
+    return TRUE;
+  if (active) {
+    st->flushing = false;
+    st->last_flow = GST_FLOW_OK;
+    return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
+  }
+  st->flushing = true;
+  st->changed.notify_all ();
+  return gst_pad_stop_task (pad);
+}
+
+/* Builds the GPU engine the settings ask for, after the old one drained. */
+static gboolean
+gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
+    const gpp::GpuSettings & settings)
 {
   GppProcState *st = self->state;
-  if (st->engine && st->engine_threads_setting == threads_setting)
+  if (st->gpu) {
+    const gpp::GpuCounters c = st->gpu->counters ();
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->bytes_h2d += c.bytes_h2d;
+    self->stats->bytes_d2h += c.bytes_d2h;
+  }
+  st->gpu.reset ();
+  if (mode == gpp::Mode::Cpu)
+    return TRUE;
+  if (!st->input_allocator) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
+            "memory pool, which are not available: %s", gpp::mode_name (mode),
+            st->no_pool_reason.c_str ()), (NULL));
+    return FALSE;
+  }
+  std::string error;
+  st->gpu = gpp::make_gpu_engine (mode, settings, &error);
+  if (!st->gpu) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Could not start mode=%s on CUDA device %d: %s",
+            gpp::mode_name (mode), settings.device_id, error.c_str ()), (NULL));
+    return FALSE;
+  }
+  st->gpu_settings = settings;
+  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->gpu->slots ());
+  return TRUE;
+}
+
+/* Rebuilds the CPU engine when cpu-threads changed; streaming thread only. */
+static void
+gst_gpu_packet_proc_ensure_cpu_engine (GstGpuPacketProc * self, guint threads_setting)
+{
+  GppProcState *st = self->state;
+  if (st->cpu && st->cpu_threads_setting == threads_setting)
     return;
-  st->engine = std::make_unique<gpp::CpuEngine> (threads_setting);
-  st->engine_threads_setting = threads_setting;
-  GST_INFO_OBJECT (self, "cpu engine with %u threads", st->engine->threads ());
+  st->cpu = std::make_unique<gpp::CpuEngine> (threads_setting);
+  st->cpu_threads_setting = threads_setting;
+  GST_INFO_OBJECT (self, "cpu engine with %u threads", st->cpu->threads ());
+}
+
+static gboolean
+same_gpu_settings (const gpp::GpuSettings & a, const gpp::GpuSettings & b)
+{
+  return a.device_id == b.device_id && a.num_streams == b.num_streams &&
+      a.persistent_blocks == b.persistent_blocks && a.wait == b.wait;
+}
+
+static GstFlowReturn
+gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
+    const GstMapInfo & in, const gpp::CoreConfig & config,
+    std::chrono::steady_clock::time_point entry)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (in.data);
+  const uint32_t count = header->packet_count;
+  GstBuffer *results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
+  GstMapInfo out;
+  gst_buffer_map (results, &out, GST_MAP_WRITE);
+  auto *records = reinterpret_cast<GppResult *> (out.data);
+  self->state->cpu->process (in.data, config, records);
+  guint64 bytes = 0;
+  const GppPacketDesc *descs = gpp_batch_descs (in.data);
+  for (uint32_t i = 0; i < count; i++)
+    bytes += descs[i].caplen;
+  gst_gpu_packet_proc_account (self, gpp::Mode::Cpu, records, count, bytes, entry);
+  gst_buffer_unmap (results, &out);
+  gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+  gst_buffer_add_packet_batch_meta (results, batch);
+  return gst_pad_push (self->srcpad, results);
+}
+
+/* Hands a validated batch to the GPU engine and queues it for the task. */
+static GstFlowReturn
+gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstMapInfo & in,
+    const gpp::CoreConfig & config, gpp::Mode mode, std::chrono::steady_clock::time_point entry)
+{
+  GppProcState *st = self->state;
+  PendingItem item;
+  item.batch = batch;
+  item.mode = mode;
+  item.entry = entry;
+  item.count = reinterpret_cast<const GppBatchHeader *> (in.data)->packet_count;
+  const GppPacketDesc *descs = gpp_batch_descs (in.data);
+  for (uint32_t i = 0; i < item.count; i++)
+    item.bytes += descs[i].caplen;
+
+  /* The engines read whole 16-byte words of pinned memory: a batch from our
+   * pool is used where it lies, anything else is copied into the pool. */
+  GstMemory *mem = gst_buffer_n_memory (batch) == 1 ? gst_buffer_peek_memory (batch, 0) : NULL;
+  if (mem && gpp_pinned_allocator_owns (st->input_allocator, mem) &&
+      reinterpret_cast<uintptr_t> (in.data) % 16 == 0) {
+    item.batch_map = in;
+  } else {
+    if (in.size > gpp_pinned_allocator_capacity (st->input_allocator)) {
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
+              "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
+              in.size, self->pool_size_mib), (NULL));
+      gst_buffer_unmap (batch, &in);
+      gst_buffer_unref (batch);
+      return GST_FLOW_ERROR;
+    }
+    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->input_allocator, in.size,
+        st->flushing);
+    if (!pinned) {
+      gst_buffer_unmap (batch, &in);
+      gst_buffer_unref (batch);
+      return GST_FLOW_FLUSHING;
+    }
+    item.staging = gst_buffer_new ();
+    gst_buffer_append_memory (item.staging, pinned);
+    gst_buffer_map (item.staging, &item.batch_map, GST_MAP_WRITE);
+    memcpy (item.batch_map.data, in.data, in.size);
+    gst_buffer_unmap (batch, &in);
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->copied_batches++;
+    self->stats->copied_bytes += in.size;
+  }
+
+  const gsize results_size = (gsize) item.count * sizeof (GppResult);
+  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->results_allocator,
+      results_size, st->flushing);
+  if (!results_mem) {
+    discard_item (item);
+    return GST_FLOW_FLUSHING;
+  }
+  item.results = gst_buffer_new ();
+  gst_buffer_append_memory (item.results, results_mem);
+  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+
+  {
+    std::unique_lock<std::mutex> lock (st->lock);
+    st->changed.wait (lock, [st] {
+          return st->gpu_in_flight < st->gpu->slots () || st->flushing.load ();});
+    if (st->flushing.load ()) {
+      lock.unlock ();
+      item.results_map.size = 0;
+      discard_item (item);
+      return GST_FLOW_FLUSHING;
+    }
+  }
+  std::string error;
+  if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
+          reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not start a batch in mode=%s.",
+            gpp::mode_name (mode)), ("%s", error.c_str ()));
+    discard_item (item);
+    return GST_FLOW_ERROR;
+  }
+  std::lock_guard<std::mutex> lock (st->lock);
+  st->gpu_in_flight++;
+  st->queue.push_back (item);
+  st->outstanding++;
+  {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->max_in_flight = MAX (self->stats->max_in_flight, st->gpu_in_flight);
+  }
+  st->changed.notify_all ();
+  return st->last_flow;
 }
 
 static GstFlowReturn
 gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
+  GppProcState *st = self->state;
   const auto entry = std::chrono::steady_clock::now ();
   GstMapInfo in;
   char why[256];
 
+  {
+    std::lock_guard<std::mutex> lock (st->lock);
+    if (st->last_flow != GST_FLOW_OK) {
+      gst_buffer_unref (batch);
+      return st->last_flow;
+    }
+  }
   if (!gst_buffer_map (batch, &in, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the packet batch."), (NULL));
     gst_buffer_unref (batch);
     return GST_FLOW_ERROR;
   }
+  const char *problem = NULL;
   if (!gpp_batch_validate (in.data, in.size, why, sizeof why)) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed packet batch: %s.", why),
+    problem = why;
+  } else if (reinterpret_cast<const GppBatchHeader *> (in.data)->linktype !=
+      (guint) self->linktype) {
+    g_snprintf (why, sizeof why, "its header says link type %u, the caps say %d",
+        reinterpret_cast<const GppBatchHeader *> (in.data)->linktype, self->linktype);
+    problem = why;
+  }
+  if (problem) {
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed packet batch: %s.", problem),
         ("buffer offset %" G_GUINT64_FORMAT ", %" G_GSIZE_FORMAT " bytes",
             GST_BUFFER_OFFSET (batch), in.size));
     gst_buffer_unmap (batch, &in);
     gst_buffer_unref (batch);
     return GST_FLOW_ERROR;
   }
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (in.data);
-  if (header->linktype != (guint) self->linktype) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Malformed packet batch: its header says link type %u, the caps say %d.",
-            header->linktype, self->linktype), (NULL));
-    gst_buffer_unmap (batch, &in);
-    gst_buffer_unref (batch);
-    return GST_FLOW_ERROR;
-  }
-  const uint32_t count = header->packet_count;
 
   GST_OBJECT_LOCK (self);
   const gpp::CoreConfig config = self->config;
   const guint threads_setting = self->cpu_threads;
+  const gpp::Mode mode = to_engine_mode (self->mode);
+  gpp::GpuSettings settings;
+  settings.device_id = self->device_id;
+  settings.num_streams = self->num_streams;
+  settings.persistent_blocks = self->persistent_blocks;
+  settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
+  settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
   GST_OBJECT_UNLOCK (self);
-  gst_gpu_packet_proc_ensure_engine (self, threads_setting);
 
-  GstBuffer *results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
-  GstMapInfo out;
-  gst_buffer_map (results, &out, GST_MAP_WRITE);
-  auto *records = reinterpret_cast<GppResult *> (out.data);
-  self->state->engine->process (in.data, config, records);
-
-  guint64 malformed = 0, bytes = 0;
-  const GppPacketDesc *descs = gpp_batch_descs (in.data);
-  for (uint32_t i = 0; i < count; i++) {
-    malformed += records[i].status != 0;
-    bytes += descs[i].caplen;
+  const gpp::Mode active = st->gpu ? st->gpu->mode () : gpp::Mode::Cpu;
+  const bool gpu_changed = mode != gpp::Mode::Cpu && st->gpu &&
+      !same_gpu_settings (settings, st->gpu_settings);
+  if (mode != active || gpu_changed || (mode == gpp::Mode::Cpu && st->outstanding > 0)) {
+    /* Let everything in flight leave first: nothing is lost or reordered. */
+    if (!gst_gpu_packet_proc_drain (self)) {
+      gst_buffer_unmap (batch, &in);
+      gst_buffer_unref (batch);
+      return GST_FLOW_FLUSHING;
+    }
+    if ((mode != active || gpu_changed) && !gst_gpu_packet_proc_switch_gpu (self, mode, settings)) {
+      gst_buffer_unmap (batch, &in);
+      gst_buffer_unref (batch);
+      return GST_FLOW_ERROR;
+    }
   }
-  gst_buffer_unmap (results, &out);
-  gst_buffer_unmap (batch, &in);
 
-  gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-  gst_buffer_add_packet_batch_meta (results, batch);
-  gst_buffer_unref (batch);
-
-  const guint64 latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds> (
-      std::chrono::steady_clock::now () - entry).count ();
-  {
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->batches++;
-    self->stats->packets += count;
-    self->stats->bytes += bytes;
-    self->stats->malformed += malformed;
-    self->stats->latency.add (latency_ns);
+  if (mode == gpp::Mode::Cpu) {
+    gst_gpu_packet_proc_ensure_cpu_engine (self, threads_setting);
+    GstFlowReturn ret = gst_gpu_packet_proc_process_cpu (self, batch, in, config, entry);
+    gst_buffer_unmap (batch, &in);
+    gst_buffer_unref (batch);
+    return ret;
   }
-  return gst_pad_push (self->srcpad, results);
+  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, mode, entry);
+}
+
+/* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
+ * still works and GPU modes explain why they cannot start. */
+static gboolean
+gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
+{
+  GppProcState *st = self->state;
+  GST_OBJECT_LOCK (self);
+  const gpp::Mode mode = to_engine_mode (self->mode);
+  const int device = self->device_id;
+  const size_t bytes = (size_t) self->pool_size_mib << 20;
+  const auto kind = static_cast<gpp::HostMemoryKind> (self->pool_memory);
+  GST_OBJECT_UNLOCK (self);
+
+  std::string error;
+  if (bytes == 0) {
+    st->no_pool_reason = "pool-size is 0";
+  } else if (!(error = gpp::gpu_unavailable_reason (device)).empty ()) {
+    st->no_pool_reason = error;
+  } else {
+    /* Results are read by the CPU: never write-combined. */
+    const auto results_kind = kind == gpp::HostMemoryKind::WriteCombined ?
+        gpp::HostMemoryKind::Default : kind;
+    auto input = gpp::make_host_arena (device, bytes, kind, &error);
+    auto results = input ? gpp::make_host_arena (device, bytes, results_kind, &error) : nullptr;
+    if (input && results) {
+      st->input_allocator = gpp_pinned_allocator_new (std::move (input));
+      st->results_allocator = gpp_pinned_allocator_new (std::move (results));
+      GST_INFO_OBJECT (self, "pinned pools: 2 x %zu bytes on device %d", bytes, device);
+      return TRUE;
+    }
+    st->no_pool_reason = "pinned pool of 2 x " + std::to_string (bytes >> 20) +
+        " MiB: " + error;
+  }
+  if (mode != gpp::Mode::Cpu) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
+            "memory pool, which are not available: %s", gpp::mode_name (mode),
+            st->no_pool_reason.c_str ()), (NULL));
+    return FALSE;
+  }
+  GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only", st->no_pool_reason.c_str ());
+  return TRUE;
 }
 
 static GstStateChangeReturn
@@ -294,16 +847,40 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
-    self->state = new GppProcState ();
-    gst_gpu_packet_proc_ensure_engine (self, threads_setting);
+    auto *state = new GppProcState ();
+    GST_OBJECT_LOCK (self);
+    self->state = state;
+    GST_OBJECT_UNLOCK (self);
+    gst_gpu_packet_proc_ensure_cpu_engine (self, threads_setting);
+    if (!gst_gpu_packet_proc_setup_pool (self)) {
+      GST_OBJECT_LOCK (self);
+      self->state = nullptr;
+      GST_OBJECT_UNLOCK (self);
+      delete state;
+      return GST_STATE_CHANGE_FAILURE;
+    }
   }
 
   GstStateChangeReturn ret = GST_ELEMENT_CLASS (parent_class)->change_state (element,
       transition);
 
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
-    delete self->state;
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY && self->state) {
+    /* Pads are inactive and the task has stopped: retire what the GPU holds. */
+    GppProcState *st = self->state;
+    while (!st->queue.empty ()) {
+      PendingItem item = st->queue.front ();
+      st->queue.pop_front ();
+      if (!item.event) {
+        std::string ignored;
+        st->gpu->wait_oldest (&ignored);
+      }
+      discard_item (item);
+    }
+    gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
+    GST_OBJECT_LOCK (self);
     self->state = nullptr;
+    GST_OBJECT_UNLOCK (self);
+    delete st;
   }
   return ret;
 }
@@ -312,8 +889,35 @@ static GstStructure *
 gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
 {
   GppProcStats *s = self->stats;
+  guint64 h2d = 0, d2h = 0, fallbacks = 0, pool_in_use = 0;
+  guint in_flight = 0;
+  const char *active_mode = "none";
+  /* The state exists between READY→PAUSED and PAUSED→READY; the object lock
+   * keeps it from going away under us (change_state takes it too). */
+  GST_OBJECT_LOCK (self);
+  GppProcState *st = self->state;
+  if (st) {
+    std::lock_guard<std::mutex> lock (st->lock);
+    in_flight = st->gpu_in_flight;
+    if (st->gpu) {
+      const gpp::GpuCounters c = st->gpu->counters ();
+      h2d = c.bytes_h2d;
+      d2h = c.bytes_d2h;
+      active_mode = gpp::mode_name (st->gpu->mode ());
+    } else {
+      active_mode = "cpu";
+    }
+    if (st->input_allocator) {
+      fallbacks = gpp_pinned_allocator_fallbacks (st->input_allocator);
+      pool_in_use = gpp_pinned_allocator_in_use (st->input_allocator) +
+          gpp_pinned_allocator_in_use (st->results_allocator);
+    }
+  }
+  GST_OBJECT_UNLOCK (self);
+
   std::lock_guard<std::mutex> guard (s->lock);
-  return gst_structure_new ("application/x-gpupacketproc-stats",
+  GstStructure *stats = gst_structure_new ("application/x-gpupacketproc-stats",
+      "active-mode", G_TYPE_STRING, active_mode,
       "batches", G_TYPE_UINT64, s->batches,
       "packets", G_TYPE_UINT64, s->packets,
       "bytes", G_TYPE_UINT64, s->bytes,
@@ -321,7 +925,31 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
       "latency-p50-ns", G_TYPE_UINT64, s->latency.percentile (50),
       "latency-p99-ns", G_TYPE_UINT64, s->latency.percentile (99),
       "latency-p999-ns", G_TYPE_UINT64, s->latency.percentile (99.9),
-      "latency-max-ns", G_TYPE_UINT64, s->latency.percentile (100), NULL);
+      "latency-max-ns", G_TYPE_UINT64, s->latency.percentile (100),
+      "batches-in-flight", G_TYPE_UINT, in_flight,
+      "max-batches-in-flight", G_TYPE_UINT, s->max_in_flight,
+      "bytes-to-device", G_TYPE_UINT64, s->bytes_h2d + h2d,
+      "bytes-from-device", G_TYPE_UINT64, s->bytes_d2h + d2h,
+      "copied-batches", G_TYPE_UINT64, s->copied_batches,
+      "copied-bytes", G_TYPE_UINT64, s->copied_bytes,
+      "pool-fallbacks", G_TYPE_UINT64, fallbacks,
+      "pool-bytes-in-use", G_TYPE_UINT64, pool_in_use, NULL);
+  for (int m = 0; m < kModeCount; m++) {
+    if (!s->mode_batches[m])
+      continue;
+    const char *name = gpp::mode_name (static_cast<gpp::Mode> (m));
+    gchar *key = g_strdup_printf ("%s-batches", name);
+    gst_structure_set (stats, key, G_TYPE_UINT64, s->mode_batches[m], NULL);
+    g_free (key);
+    const struct { const char *suffix; double p; } pcts[] = {
+      {"p50", 50}, {"p99", 99}, {"p999", 99.9}};
+    for (const auto & pct : pcts) {
+      key = g_strdup_printf ("%s-latency-%s-ns", name, pct.suffix);
+      gst_structure_set (stats, key, G_TYPE_UINT64, s->mode_latency[m].percentile (pct.p), NULL);
+      g_free (key);
+    }
+  }
+  return stats;
 }
 
 static void
@@ -364,6 +992,24 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
     case PROP_CPU_THREADS:
       self->cpu_threads = g_value_get_uint (value);
       break;
+    case PROP_DEVICE_ID:
+      self->device_id = g_value_get_int (value);
+      break;
+    case PROP_NUM_STREAMS:
+      self->num_streams = g_value_get_uint (value);
+      break;
+    case PROP_POOL_SIZE:
+      self->pool_size_mib = g_value_get_uint (value);
+      break;
+    case PROP_POOL_MEMORY:
+      self->pool_memory = (GstGpuPacketProcMemory) g_value_get_enum (value);
+      break;
+    case PROP_PERSISTENT_BLOCKS:
+      self->persistent_blocks = g_value_get_uint (value);
+      break;
+    case PROP_WAIT_STRATEGY:
+      self->wait_strategy = (GstGpuPacketProcWait) g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -398,6 +1044,24 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
     case PROP_CPU_THREADS:
       g_value_set_uint (value, self->cpu_threads);
       break;
+    case PROP_DEVICE_ID:
+      g_value_set_int (value, self->device_id);
+      break;
+    case PROP_NUM_STREAMS:
+      g_value_set_uint (value, self->num_streams);
+      break;
+    case PROP_POOL_SIZE:
+      g_value_set_uint (value, self->pool_size_mib);
+      break;
+    case PROP_POOL_MEMORY:
+      g_value_set_enum (value, self->pool_memory);
+      break;
+    case PROP_PERSISTENT_BLOCKS:
+      g_value_set_uint (value, self->persistent_blocks);
+      break;
+    case PROP_WAIT_STRATEGY:
+      g_value_set_enum (value, self->wait_strategy);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -424,6 +1088,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   const auto rw_playing = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_PLAYING);
+  const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
 
   gobject_class->set_property = gst_gpu_packet_proc_set_property;
   gobject_class->get_property = gst_gpu_packet_proc_get_property;
@@ -432,8 +1098,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   gchar *default_key = rss_key_to_text (gpp::kDefaultRssKey);
   g_object_class_install_property (gobject_class, PROP_MODE,
       g_param_spec_enum ("mode", "Mode",
-          "Where the packet core runs; this build offers only what works",
-          GST_TYPE_GPU_PACKET_PROC_MODE, DEFAULT_MODE, rw_playing));
+          "Where the packet core runs. Changing it while playing lets the batches "
+          "in flight finish first; GPU modes need a CUDA GPU (an error says why "
+          "when there is none)", GST_TYPE_GPU_PACKET_PROC_MODE, DEFAULT_MODE, rw_playing));
   g_object_class_install_property (gobject_class, PROP_RSS_KEY,
       g_param_spec_string ("rss-key", "RSS key",
           "40-byte Toeplitz key as 80 hex digits (':', '-' or ' ' may separate "
@@ -455,22 +1122,57 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "Host threads for mode=cpu, 0 = one per core; batches under 512 "
           "packets per thread use fewer threads, since handing them out costs more",
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
+      g_param_spec_int ("device-id", "Device ID", "CUDA device for the GPU modes",
+          0, G_MAXINT, DEFAULT_DEVICE_ID, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_NUM_STREAMS,
+      g_param_spec_uint ("num-streams", "Streams",
+          "GPU batches in flight at once (CUDA streams for streams/zerocopy/graph, "
+          "queue slots for persistent): more overlap copies and kernels of "
+          "neighbouring batches, each adds a batch of latency under load",
+          1, MAX_NUM_STREAMS, DEFAULT_NUM_STREAMS, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
+      g_param_spec_uint ("pool-size", "Pinned pool size",
+          "MiB of pinned (page-locked) host memory for batches, and as much again "
+          "for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
+          "(mode=cpu only). Limits the largest batch",
+          0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
+      g_param_spec_enum ("pool-memory", "Pinned pool memory kind",
+          "Kind of pinned memory for batches (results are always cached memory)",
+          GST_TYPE_GPU_PACKET_PROC_MEMORY, DEFAULT_POOL_MEMORY, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_PERSISTENT_BLOCKS,
+      g_param_spec_uint ("persistent-blocks", "Persistent blocks",
+          "Resident thread blocks of mode=persistent, 0 = one per SM: more blocks "
+          "process large batches faster, one block answers small ones soonest",
+          0, 65535, DEFAULT_PERSISTENT_BLOCKS, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_WAIT_STRATEGY,
+      g_param_spec_enum ("wait-strategy", "Wait strategy",
+          "How the host waits for GPU batches to finish",
+          GST_TYPE_GPU_PACKET_PROC_WAIT, DEFAULT_WAIT, rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
-          "Since the last READY→PAUSED: batches, packets, bytes (captured), "
-          "malformed (packets with any status flag), latency-p50/p99/p999/max-ns "
-          "(chain entry to result push, over the last 4096 batches)",
+          "Since the last READY→PAUSED: active-mode; batches, packets, bytes "
+          "(captured), malformed (packets with any status flag); "
+          "latency-p50/p99/p999/max-ns (chain entry to result push, last 4096 "
+          "batches) overall and as MODE-latency-p50/p99/p999-ns with MODE-batches "
+          "for each mode used; batches-in-flight, max-batches-in-flight; "
+          "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
+          "(batches from outside the pinned pool); pool-fallbacks (upstream "
+          "allocations the full pool could not serve); pool-bytes-in-use",
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "GPU packet processor", "Filter/Network",
-      "Parses, validates and RSS-hashes batches of packets into per-packet result records",
-      "gpupacket developers");
+      "Parses, validates and RSS-hashes batches of packets into per-packet result "
+      "records, on host threads or a CUDA GPU", "gpupacket developers");
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_change_state);
 
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MODE, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_WAIT, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MEMORY, (GstPluginAPIFlags) 0);
   GST_DEBUG_CATEGORY_INIT (gst_gpu_packet_proc_debug, "gpupacketproc", 0,
       "GPU packet processor");
 }
@@ -482,10 +1184,14 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   gst_pad_set_chain_function (self->sinkpad, GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_chain));
   gst_pad_set_event_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_sink_query));
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
   gst_pad_use_fixed_caps (self->srcpad);
+  gst_pad_set_activatemode_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_src_activate_mode));
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
   self->mode = DEFAULT_MODE;
@@ -496,6 +1202,12 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->rss_key_text = rss_key_to_text (gpp::kDefaultRssKey);
   self->rss_key_error = NULL;
   self->cpu_threads = DEFAULT_CPU_THREADS;
+  self->device_id = DEFAULT_DEVICE_ID;
+  self->num_streams = DEFAULT_NUM_STREAMS;
+  self->pool_size_mib = DEFAULT_POOL_SIZE;
+  self->pool_memory = DEFAULT_POOL_MEMORY;
+  self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
+  self->wait_strategy = DEFAULT_WAIT;
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();

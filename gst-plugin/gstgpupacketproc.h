@@ -4,13 +4,36 @@
 
 G_BEGIN_DECLS
 
+/* Values match gpp::Mode, gpp::WaitStrategy and gpp::HostMemoryKind (gpu/engine.h). */
 typedef enum
 {
   GST_GPU_PACKET_PROC_MODE_CPU = 0,
+  GST_GPU_PACKET_PROC_MODE_STREAMS = 1,
+  GST_GPU_PACKET_PROC_MODE_ZEROCOPY = 2,
+  GST_GPU_PACKET_PROC_MODE_GRAPH = 3,
+  GST_GPU_PACKET_PROC_MODE_PERSISTENT = 4,
 } GstGpuPacketProcMode;
+
+typedef enum
+{
+  GST_GPU_PACKET_PROC_WAIT_SPIN = 0,
+  GST_GPU_PACKET_PROC_WAIT_YIELD = 1,
+  GST_GPU_PACKET_PROC_WAIT_BLOCK = 2,
+} GstGpuPacketProcWait;
+
+typedef enum
+{
+  GST_GPU_PACKET_PROC_MEMORY_DEFAULT = 0,
+  GST_GPU_PACKET_PROC_MEMORY_WRITE_COMBINED = 1,
+  GST_GPU_PACKET_PROC_MEMORY_MAPPED = 2,
+} GstGpuPacketProcMemory;
 
 #define GST_TYPE_GPU_PACKET_PROC_MODE (gst_gpu_packet_proc_mode_get_type ())
 GType gst_gpu_packet_proc_mode_get_type (void);
+#define GST_TYPE_GPU_PACKET_PROC_WAIT (gst_gpu_packet_proc_wait_get_type ())
+GType gst_gpu_packet_proc_wait_get_type (void);
+#define GST_TYPE_GPU_PACKET_PROC_MEMORY (gst_gpu_packet_proc_memory_get_type ())
+GType gst_gpu_packet_proc_memory_get_type (void);
 
 #define GST_TYPE_GPU_PACKET_PROC (gst_gpu_packet_proc_get_type ())
 G_DECLARE_FINAL_TYPE (GstGpuPacketProc, gst_gpu_packet_proc, GST, GPU_PACKET_PROC,

@@ -157,7 +157,10 @@ def gpupacket_results(path, launcher, workdir):
     cmd = [launcher, "-q", "pcapsrc", f"location={path}", "!", "gpupacketproc", "mode=cpu",
            "verify-l4-checksum=true", "!", "packetresultenc", "format=csv", "!", "filesink",
            f"location={csv_path}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ)
+    if os.environ.get("GPP_SANITIZER_PRELOAD"):  # plugin built with ASan/UBSan
+        env["LD_PRELOAD"] = os.environ["GPP_SANITIZER_PRELOAD"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
     with open(csv_path, newline="") as fh:
