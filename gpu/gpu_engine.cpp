@@ -162,7 +162,9 @@ public:
     StreamSlot &slot = *slots_[head_++ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
     try {
-      if (mode_ == Mode::ZeroCopy) {
+      if (count == 0) {
+        // Nothing to compute; the event still marks the slot's place in order.
+      } else if (mode_ == Mode::ZeroCopy) {
         GPP_CUDA_TRY(launch_process_batch_zerocopy(batch, count, cfg, results, slot.stream.get()));
       } else {
         ensure_capacity(slot, batch_size, results_size);
@@ -172,9 +174,8 @@ public:
                                        cudaMemcpyHostToDevice, st));
           GPP_CUDA_TRY(launch_process_batch(slot.batch.get<uint8_t>(), count, cfg,
                                             slot.results.get<GppResult>(), st));
-          if (results_size)
-            GPP_CUDA_TRY(cudaMemcpyAsync(results, slot.results.get(), results_size,
-                                         cudaMemcpyDeviceToHost, st));
+          GPP_CUDA_TRY(cudaMemcpyAsync(results, slot.results.get(), results_size,
+                                       cudaMemcpyDeviceToHost, st));
         } else {
           replay_graph(slot, batch, batch_size, count, cfg, results, results_size);
         }
@@ -219,11 +220,9 @@ private:
     slot.args.results = slot.results.get<GppResult>();
     cudaKernelNodeParams kernel_params;
     make_process_kernel_node(&slot.args, &kernel_params);
-    // A zero-byte copy node is not allowed: copy one record's worth of
-    // device scratch instead when the batch is empty.
-    const size_t d2h_size = std::max<size_t>(results_size, 1);
-    static thread_local GppResult empty_sink;
-    GppResult *d2h_dst = results_size ? results : &empty_sink;
+    // Empty batches never get here: graphs cannot hold zero-byte copies.
+    const size_t d2h_size = results_size;
+    GppResult *d2h_dst = results;
     if (!slot.graph.get()) {
       cudaGraph_t graph;
       GPP_CUDA_TRY(cudaGraphCreate(&graph, 0));

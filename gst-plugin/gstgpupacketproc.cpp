@@ -552,13 +552,18 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
     const gpp::GpuSettings & settings)
 {
   GppProcState *st = self->state;
-  if (st->gpu) {
-    const gpp::GpuCounters c = st->gpu->counters ();
+  std::unique_ptr<gpp::GpuEngine> old;
+  {
+    std::lock_guard<std::mutex> lock (st->lock);  /* stats read st->gpu under it */
+    old = std::move (st->gpu);
+  }
+  if (old) {
+    const gpp::GpuCounters c = old->counters ();
     std::lock_guard<std::mutex> guard (self->stats->lock);
     self->stats->bytes_h2d += c.bytes_h2d;
     self->stats->bytes_d2h += c.bytes_d2h;
   }
-  st->gpu.reset ();
+  old.reset ();                 /* persistent: stops the resident kernel */
   if (mode == gpp::Mode::Cpu)
     return TRUE;
   if (!st->input_allocator) {
@@ -568,12 +573,14 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
     return FALSE;
   }
   std::string error;
-  st->gpu = gpp::make_gpu_engine (mode, settings, &error);
-  if (!st->gpu) {
+  auto engine = gpp::make_gpu_engine (mode, settings, &error);
+  if (!engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Could not start mode=%s on CUDA device %d: %s",
             gpp::mode_name (mode), settings.device_id, error.c_str ()), (NULL));
     return FALSE;
   }
+  std::lock_guard<std::mutex> lock (st->lock);
+  st->gpu = std::move (engine);
   st->gpu_settings = settings;
   GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->gpu->slots ());
   return TRUE;
@@ -589,6 +596,19 @@ gst_gpu_packet_proc_ensure_cpu_engine (GstGpuPacketProc * self, guint threads_se
   st->cpu = std::make_unique<gpp::CpuEngine> (threads_setting);
   st->cpu_threads_setting = threads_setting;
   GST_INFO_OBJECT (self, "cpu engine with %u threads", st->cpu->threads ());
+}
+
+/* The engine settings the properties ask for; call with the object lock. */
+static gpp::GpuSettings
+gpu_settings_locked (GstGpuPacketProc * self)
+{
+  gpp::GpuSettings settings;
+  settings.device_id = self->device_id;
+  settings.num_streams = self->num_streams;
+  settings.persistent_blocks = self->persistent_blocks;
+  settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
+  settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
+  return settings;
 }
 
 static gboolean
@@ -753,12 +773,7 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
   const gpp::CoreConfig config = self->config;
   const guint threads_setting = self->cpu_threads;
   const gpp::Mode mode = to_engine_mode (self->mode);
-  gpp::GpuSettings settings;
-  settings.device_id = self->device_id;
-  settings.num_streams = self->num_streams;
-  settings.persistent_blocks = self->persistent_blocks;
-  settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
-  settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
+  const gpp::GpuSettings settings = gpu_settings_locked (self);
   GST_OBJECT_UNLOCK (self);
 
   const gpp::Mode active = st->gpu ? st->gpu->mode () : gpp::Mode::Cpu;
@@ -852,7 +867,13 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
     self->state = state;
     GST_OBJECT_UNLOCK (self);
     gst_gpu_packet_proc_ensure_cpu_engine (self, threads_setting);
-    if (!gst_gpu_packet_proc_setup_pool (self)) {
+    GST_OBJECT_LOCK (self);
+    const gpp::Mode mode = to_engine_mode (self->mode);
+    const gpp::GpuSettings settings = gpu_settings_locked (self);
+    GST_OBJECT_UNLOCK (self);
+    /* Pinned memory and the GPU engine are set up here, not in the streaming path. */
+    if (!gst_gpu_packet_proc_setup_pool (self) ||
+        !gst_gpu_packet_proc_switch_gpu (self, mode, settings)) {
       GST_OBJECT_LOCK (self);
       self->state = nullptr;
       GST_OBJECT_UNLOCK (self);

@@ -1,0 +1,46 @@
+#!/bin/bash
+# Runs the GPU checks on a machine with a CUDA GPU, from an existing build:
+# the gpu test suite, compute-sanitizer over it, the examples in every mode,
+# and the benchmark.  Logs go to $OUT (default ./out).  For the lent GPU host
+# (no GStreamer there), carry build/, .gstrt/ (../shared/tools/gst-runtime-bundle)
+# and .shared/ (a copy of ../shared) and run:  bash scripts/gpu-host-check.sh
+# All logs end up in $OUT/gpu-check.tgz, the benchmark report in $OUT too.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/out}
+LOGS=$(mktemp -d)
+mkdir -p "$OUT"
+[ -d .shared ] && [ ! -e ../shared ] && ln -sfn "$PWD/.shared" ../shared
+[ -f .gstrt/env.sh ] && source .gstrt/env.sh
+export GST_PLUGIN_PATH_1_0=$PWD/build/gst-plugin
+export GST_REGISTRY_1_0=/tmp/gpupacket-registry.bin
+pcaps=../shared/data/pcap
+status=0
+run() {  # run NAME COMMAND...: log to $OUT/NAME.log, print the tail
+  local name=$1; shift
+  local start=$SECONDS
+  "$@" > "$LOGS/$name.log" 2>&1
+  local rc=$?
+  printf '== %s: rc=%d, %ds\n' "$name" "$rc" $((SECONDS - start))
+  tail -n "${TAIL:-6}" "$LOGS/$name.log"
+  [ $rc -eq 0 ] || status=1
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
+run parity build/tests/gpu/test-gpu-parity "$pcaps"
+run modes build/tests/gpu/test-gpu-modes "$pcaps"
+san="compute-sanitizer --error-exitcode 9"
+run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
+run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
+run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
+run racecheck-modes $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
+run synccheck-modes $san --tool synccheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
+python3 examples/make-sample-pcap.py build/sample-traffic.pcap --packets 100000 > /dev/null
+run mode-switch build/examples/gpupacket-mode-switch --every 20 build/sample-traffic.pcap
+for m in cpu streams zerocopy graph persistent; do
+  run "launch-$m" sh -c "sh examples/launch/$m.sh build/sample-traffic.pcap $LOGS/$m.csv && wc -l < $LOGS/$m.csv"
+done
+run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
+rm -f "$LOGS"/*.csv
+TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
+tar czf "$OUT/gpu-check.tgz" -C "$LOGS" .
+exit $status
