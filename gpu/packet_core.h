@@ -227,7 +227,8 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
     if (r.ip_version == 4 && load_be16(h + 6) == 0) r.l4_checksum = GPP_CHECKSUM_NONE;
   }
   const uint32_t payload_offset = off + l4_header_len;
-  const uint32_t data_end = ip_end < pkt.caplen ? ip_end : pkt.caplen;
+  uint32_t data_end = ip_end < pkt.caplen ? ip_end : pkt.caplen;
+  if (proto == kProtoUdp && off + checked_length < data_end) data_end = off + checked_length;
   if (proto == kProtoTcp || proto == kProtoUdp) {
     r.payload_offset = payload_offset;
     r.payload_length = data_end > payload_offset ? data_end - payload_offset : 0;
@@ -404,8 +405,16 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
       uint32_t jumbo = 0;
       const uint8_t *home = nullptr;
       valid = walk_ipv6_options(eh, len, jumbo, home);
-      if (type == kProtoHopByHop && walked == 1 && payload_len == 0 && jumbo != 0)
+      if (type == kProtoHopByHop && walked == 1 && payload_len == 0 && jumbo != 0) {
+        // RFC 2675: a jumbogram is longer than 65535 bytes; it also has to
+        // fit the 32-bit offsets (anything else cannot match the frame).
+        if (jumbo <= 0xffff || jumbo > 0xffffffffu - (off + 40)) {
+          r.status |= GPP_STATUS_BAD_IP_LENGTH;
+          l4_reachable = false;
+          break;
+        }
         ip_end = off + 40 + jumbo;
+      }
       if (type == kProtoDstOpts && home) home_address = home;
     } else if (type == kProtoRouting) {
       const uint8_t *dst = routing_final_destination(eh, len);
