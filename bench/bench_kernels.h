@@ -1,0 +1,38 @@
+// Minimal kernels for the raw limits of section A of gpupacket-bench: an
+// empty kernel (launch + sync round trip) and a one-thread resident kernel
+// that answers a flag in mapped pinned memory through another mapped flag
+// (the floor under the persistent mode).  Host code sees no CUDA C++ here.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace gppbench {
+
+// Shared between the host and the ping-pong kernel, in mapped pinned memory
+// (cudaHostAllocMapped).  `ping` and `pong` sit on separate 128-byte lines so
+// the host's write and the kernel's write never share a line.
+struct alignas(128) PingPongShared {
+  uint32_t ping;        // host: sequence number to answer (1, 2, ...); kPingStop ends the kernel
+  uint32_t pad0[31];
+  uint32_t pong;        // kernel: the last sequence number it saw
+  uint32_t ready;       // kernel: 1 once it runs
+  uint32_t exit_reason; // kernel: kExitStopped or kExitIdle when it returns
+  uint32_t pad1[29];
+};
+
+constexpr uint32_t kPingStop = 0xffffffffu;
+constexpr uint32_t kExitStopped = 1;
+constexpr uint32_t kExitIdle = 2;
+
+// <<<1, 1>>> of an empty kernel; returns the launch status.
+[[nodiscard]] cudaError_t launch_empty_kernel(cudaStream_t stream);
+
+// <<<1, 1>>> of the ping-pong kernel.  `shared` is the device view of the
+// mapped struct.  The kernel returns by itself after `idle_timeout_ns` without
+// a new ping (GPU global timer), so a host that died never leaves it spinning.
+[[nodiscard]] cudaError_t launch_pingpong(PingPongShared *shared, uint64_t idle_timeout_ns,
+                                          cudaStream_t stream);
+
+} // namespace gppbench

@@ -1,0 +1,190 @@
+#include "gst_bench.h"
+
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace gppbench {
+
+namespace {
+
+constexpr const char *kBatchCaps = "application/x-packet-batch, linktype=(int)1";
+
+// The first error message on the element's bus, or "" if none.
+std::string bus_error(GstBus *bus) {
+  std::string text;
+  while (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    if (text.empty()) {
+      GError *err = nullptr;
+      gchar *debug = nullptr;
+      gst_message_parse_error(msg, &err, &debug);
+      text = err ? err->message : "unknown error";
+      if (debug) text += std::string(" (") + debug + ")";
+      if (err) g_error_free(err);
+      g_free(debug);
+    }
+    gst_message_unref(msg);
+  }
+  return text;
+}
+
+uint64_t stats_u64(const GstStructure *s, const std::string &field) {
+  guint64 v = 0;
+  if (s && gst_structure_get_uint64(s, field.c_str(), &v)) return v;
+  return 0;
+}
+
+void run_mode(const GstBenchConfig &config, const std::vector<std::vector<uint8_t>> &batches,
+              const std::vector<std::vector<GppResult>> &references, GstModeResult &r) {
+  GstElement *element = gst_element_factory_make("gpupacketproc", nullptr);
+  if (!element) {
+    r.error = "element gpupacketproc not found";
+    return;
+  }
+  GstBus *bus = gst_bus_new();
+  gst_element_set_bus(element, bus);
+  g_object_set(element, "device-id", config.device_id, nullptr);
+  // The harness starts the element playing in the default mode (cpu, which
+  // always starts); switching to a GPU mode then happens on the first batch,
+  // where a failure is a flow error with a bus message, not an abort.
+  GstHarness *h = gst_harness_new_with_element(element, "sink", "src");
+  gst_object_unref(element);
+  gst_util_set_object_arg(G_OBJECT(h->element), "mode", r.mode.c_str());
+  gst_harness_set_src_caps_str(h, kBatchCaps);
+
+  // Ask the element for its pinned allocator, as pcapsrc does.
+  GstAllocator *allocator = nullptr;
+  GstAllocationParams params;
+  gst_allocation_params_init(&params);
+  {
+    GstCaps *caps = gst_caps_from_string(kBatchCaps);
+    GstQuery *query = gst_query_new_allocation(caps, TRUE);
+    if (gst_pad_peer_query(h->srcpad, query) && gst_query_get_n_allocation_params(query) > 0)
+      gst_query_parse_nth_allocation_param(query, 0, &allocator, &params);
+    gst_query_unref(query);
+    gst_caps_unref(caps);
+  }
+  r.had_allocator = allocator != nullptr;
+
+  std::vector<uint64_t> samples;
+  samples.reserve(config.measured);
+  const unsigned total = config.warmup + config.measured;
+  for (unsigned i = 0; i < total && r.error.empty(); ++i) {
+    const size_t which = i % batches.size();
+    const std::vector<uint8_t> &batch = batches[which];
+    GstMemory *mem = gst_allocator_alloc(allocator, batch.size(), allocator ? &params : nullptr);
+    if (!mem) {
+      r.error = "could not allocate a " + std::to_string(batch.size()) + "-byte batch";
+      break;
+    }
+    GstBuffer *buf = gst_buffer_new();
+    gst_buffer_append_memory(buf, mem);
+    gst_buffer_fill(buf, 0, batch.data(), batch.size());
+    GST_BUFFER_OFFSET(buf) = i;
+
+    const uint64_t t0 = now_ns();
+    const GstFlowReturn flow = gst_harness_push(h, buf);
+    if (flow != GST_FLOW_OK) {
+      const std::string why = bus_error(bus);
+      r.error = std::string("push returned ") + gst_flow_get_name(flow) +
+                (why.empty() ? "" : ": " + why);
+      break;
+    }
+    const uint64_t deadline = t0 + static_cast<uint64_t>(config.batch_timeout_s * 1e9);
+    GstBuffer *out = nullptr;
+    for (unsigned spins = 0; !(out = gst_harness_try_pull(h)); ++spins) {
+      cpu_relax();
+      if ((spins & 255) == 255 && now_ns() > deadline) break;
+    }
+    const uint64_t t1 = now_ns();
+    if (!out) {
+      const std::string why = bus_error(bus);
+      r.error = "no result within " + fmt(config.batch_timeout_s, 0) + " s of batch " +
+                std::to_string(i) + (why.empty() ? "" : ": " + why);
+      break;
+    }
+    if (i >= config.warmup) samples.push_back(t1 - t0);
+    const std::vector<GppResult> &ref = references[which];
+    GstMapInfo map;
+    if (gst_buffer_map(out, &map, GST_MAP_READ)) {
+      if (map.size != ref.size() * sizeof(GppResult) ||
+          std::memcmp(map.data, ref.data(), map.size) != 0)
+        r.parity_ok = false;
+      gst_buffer_unmap(out, &map);
+    } else {
+      r.parity_ok = false;
+    }
+    gst_buffer_unref(out);
+  }
+  r.external = summarize(samples);
+
+  GstStructure *stats = nullptr;
+  g_object_get(h->element, "stats", &stats, nullptr);
+  if (stats) {
+    const std::string m = r.mode;
+    r.stats_batches = stats_u64(stats, m + "-batches");
+    r.stats_p50 = stats_u64(stats, m + "-latency-p50-ns");
+    r.stats_p99 = stats_u64(stats, m + "-latency-p99-ns");
+    r.stats_p999 = stats_u64(stats, m + "-latency-p999-ns");
+    r.copied_batches = stats_u64(stats, "copied-batches");
+    r.pool_fallbacks = stats_u64(stats, "pool-fallbacks");
+    gst_structure_free(stats);
+  }
+  if (allocator) gst_object_unref(allocator);
+  gst_harness_teardown(h);
+  if (r.error.empty()) {
+    const std::string why = bus_error(bus);
+    if (!why.empty()) r.error = "element error: " + why;
+  }
+  gst_object_unref(bus);
+}
+
+} // namespace
+
+bool gst_bench_available() { return true; }
+
+bool run_gst_latency(const GstBenchConfig &config, const std::vector<std::vector<uint8_t>> &batches,
+                     const std::vector<std::vector<GppResult>> &references,
+                     const std::vector<std::string> &modes,
+                     const std::function<void(const std::string &)> &phase,
+                     std::vector<GstModeResult> *results, std::string *error) {
+  if (batches.empty() || references.size() != batches.size()) {
+    *error = "no batches to push";
+    return false;
+  }
+#ifdef GPP_BENCH_PLUGIN_DIR
+  // Convenience: without a plugin path, use this build's plugin.
+  if (!std::getenv("GST_PLUGIN_PATH_1_0") && !std::getenv("GST_PLUGIN_PATH")) {
+    setenv("GST_PLUGIN_PATH_1_0", GPP_BENCH_PLUGIN_DIR, 1);
+    std::printf("(GST_PLUGIN_PATH_1_0 was not set: using %s)\n", GPP_BENCH_PLUGIN_DIR);
+  }
+#endif
+  GError *err = nullptr;
+  if (!gst_init_check(nullptr, nullptr, &err)) {
+    *error = std::string("GStreamer could not initialise: ") + (err ? err->message : "?");
+    if (err) g_error_free(err);
+    return false;
+  }
+  GstElementFactory *factory = gst_element_factory_find("gpupacketproc");
+  if (!factory) {
+    const char *path = std::getenv("GST_PLUGIN_PATH_1_0");
+    *error = std::string("element gpupacketproc not found (GST_PLUGIN_PATH_1_0=") +
+             (path ? path : "unset") +
+             "); point GST_PLUGIN_PATH_1_0 at the build's gst-plugin directory";
+    return false;
+  }
+  gst_object_unref(factory);
+  for (const std::string &mode : modes) {
+    phase(mode);
+    GstModeResult r;
+    r.mode = mode;
+    run_mode(config, batches, references, r);
+    results->push_back(r);
+  }
+  return true;
+}
+
+} // namespace gppbench
