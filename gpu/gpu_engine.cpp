@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -257,6 +258,9 @@ private:
 
 class PersistentEngine final : public GpuEngine {
 public:
+  // A batch takes microseconds to milliseconds; far longer means the kernel hangs.
+  static constexpr std::chrono::seconds kAnswerTimeout{10};
+
   PersistentEngine(const GpuSettings &s, size_t max_batch_bytes) : wait_(s.wait) {
     unsigned max_blocks = 0;
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
@@ -332,6 +336,7 @@ public:
     const uint64_t ticket = tail_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
     auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&job.done);
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
     for (unsigned spins = 0; done->load(std::memory_order_acquire) != ticket + 1; ++spins) {
       if ((spins & 1023) == 1023) {
         // The kernel may have died (e.g. a fault): then the stream reports it.
@@ -339,6 +344,11 @@ public:
         if (e != cudaErrorNotReady)
           return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
                        "persistent kernel stopped unexpectedly", error);
+        if (std::chrono::steady_clock::now() > deadline) {
+          *error = "persistent kernel did not answer batch " + std::to_string(ticket) +
+                   " within " + std::to_string(kAnswerTimeout.count()) + " s";
+          return false;
+        }
       }
       if (wait_ == WaitStrategy::Yield) sched_yield();
       else if (wait_ == WaitStrategy::Block) std::this_thread::sleep_for(std::chrono::microseconds(20));
