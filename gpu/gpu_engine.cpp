@@ -147,7 +147,8 @@ struct StreamSlot {
 
 class StreamEngine final : public GpuEngine {
 public:
-  StreamEngine(Mode mode, const GpuSettings &s) : mode_(mode), wait_(s.wait) {
+  StreamEngine(Mode mode, const GpuSettings &s)
+      : mode_(mode), wait_(s.wait), device_(s.device_id) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     for (unsigned i = 0; i < std::max(1u, s.num_streams); ++i)
@@ -160,7 +161,10 @@ public:
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
-    StreamSlot &slot = *slots_[head_++ % slots_.size()];
+    // The streaming thread may not be the one that made the engine: CUDA's
+    // current device is per thread.
+    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
+    StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
     try {
       if (count == 0) {
@@ -188,10 +192,12 @@ public:
       *error = describe(e);
       return false;
     }
+    ++head_; // only a started batch takes a place in the order
     return true;
   }
 
   bool wait_oldest(std::string *error) override {
+    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     StreamSlot &slot = *slots_[tail_++ % slots_.size()];
     return wait_event(slot.done.get(), wait_, error);
   }
@@ -249,6 +255,7 @@ private:
 
   Mode mode_;
   WaitStrategy wait_;
+  int device_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
   AtomicCounters counters_;

@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
       const auto *rsrc = reinterpret_cast<const uint4 *>(launch.results_staging);
       auto *rdst = reinterpret_cast<uint4 *>(host_results);
       for (size_t w = tid; w < out_words; w += nthreads) rdst[w] = rsrc[w];
+      __threadfence_system(); // this thread's results reach the host before `done`
     }
     grid_barrier(st, blocks, sense);
     if (blockIdx.x == 0 && threadIdx.x == 0) {

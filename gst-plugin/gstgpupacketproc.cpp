@@ -27,7 +27,7 @@
  * earlier batches, and EOS waits for every batch in flight.  mode and
  * num-streams may change while playing: work in flight drains first.
  *
- * Pinned memory (pool-size MiB for batches and as much for results) is
+ * Pinned memory (pool-size MiB for batches, three times that for results) is
  * allocated on READY→PAUSED where a GPU is usable, and offered upstream in the
  * ALLOCATION query so that pcapsrc writes batches straight into it.  Without
  * a usable GPU the element still works in mode=cpu; asking for a GPU mode
@@ -70,13 +70,16 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_DEVICE_ID 0
 #define DEFAULT_NUM_STREAMS 4
 #define MAX_NUM_STREAMS 64
-#define DEFAULT_POOL_SIZE 128   /* MiB */
+#define DEFAULT_POOL_SIZE 64    /* MiB */
 #define MAX_POOL_SIZE (64 * 1024)
 #define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
-#define DEFAULT_PERSISTENT_BLOCKS 0
+#define DEFAULT_PERSISTENT_BLOCKS 1
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
 
 constexpr int kModeCount = 5;
+/* The results pool is this many times pool-size: 128-byte records for
+ * packets that take at least 48 bytes (descriptor + 16) of a batch. */
+constexpr size_t kResultsPoolFactor = 3;
 
 enum
 {
@@ -125,6 +128,8 @@ struct GppProcState
   std::mutex lock;
   std::condition_variable changed;
   std::deque<PendingItem> queue;
+  std::atomic<unsigned> queued {0};  /* queue.size (), readable without the lock */
+  bool spin_for_work = false;   /* wait-strategy=spin: the task polls before sleeping */
   unsigned outstanding = 0;     /* queued items + the one being pushed */
   unsigned gpu_in_flight = 0;   /* submitted to gpu, not yet waited for */
   std::atomic<bool> flushing {false};
@@ -358,7 +363,8 @@ finish_results (PendingItem & item)
   return results;
 }
 
-/* Drops an item nobody will see (flush, shutdown). */
+/* Drops an item nobody will see (flush, shutdown, a failed start): whatever
+ * part of it was set up. */
 static void
 discard_item (PendingItem & item)
 {
@@ -366,7 +372,15 @@ discard_item (PendingItem & item)
     gst_event_unref (item.event);
     return;
   }
-  gst_buffer_unref (finish_results (item));
+  if (item.results) {
+    gst_buffer_unmap (item.results, &item.results_map);
+    gst_clear_buffer (&item.results);
+  }
+  GstBuffer *mapped = item.staging ? item.staging : item.batch;
+  if (mapped && item.batch_map.data)
+    gst_buffer_unmap (mapped, &item.batch_map);
+  gst_clear_buffer (&item.staging);
+  gst_clear_buffer (&item.batch);
 }
 
 /* Waits until every queued item is out; FALSE when a flush interrupts. */
@@ -385,6 +399,14 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
   PendingItem item;
+  if (st->spin_for_work) {
+    /* Waking a sleeping thread costs tens of microseconds, more than a GPU
+     * batch takes: with wait-strategy=spin the task polls for a while first. */
+    const auto until = std::chrono::steady_clock::now () + std::chrono::milliseconds (2);
+    while (st->queued.load (std::memory_order_acquire) == 0 && !st->flushing.load () &&
+        std::chrono::steady_clock::now () < until) {
+    }
+  }
   {
     std::unique_lock<std::mutex> lock (st->lock);
     st->changed.wait (lock, [st] { return !st->queue.empty () || st->flushing.load (); });
@@ -394,6 +416,7 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
     }
     item = st->queue.front ();
     st->queue.pop_front ();
+    st->queued--;
   }
 
   GstFlowReturn flow = GST_FLOW_OK;
@@ -445,6 +468,7 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
       PendingItem item;
       item.event = event;
       st->queue.push_back (item);
+      st->queued++;
       st->outstanding++;
       st->changed.notify_all ();
       return TRUE;
@@ -582,6 +606,7 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
   std::lock_guard<std::mutex> lock (st->lock);
   st->gpu = std::move (engine);
   st->gpu_settings = settings;
+  st->spin_for_work = settings.wait == gpp::WaitStrategy::Spin;
   GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->gpu->slots ());
   return TRUE;
 }
@@ -689,6 +714,14 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   }
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
+  if (results_size > gpp_pinned_allocator_capacity (st->results_allocator)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
+            "(%" G_GSIZE_FORMAT " bytes) do not fit the %u MiB results pool; raise pool-size "
+            "or lower batch-size.", item.count, results_size,
+            3 * self->pool_size_mib), (NULL));
+    discard_item (item);
+    return GST_FLOW_ERROR;
+  }
   GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->results_allocator,
       results_size, st->flushing);
   if (!results_mem) {
@@ -705,7 +738,6 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
           return st->gpu_in_flight < st->gpu->slots () || st->flushing.load ();});
     if (st->flushing.load ()) {
       lock.unlock ();
-      item.results_map.size = 0;
       discard_item (item);
       return GST_FLOW_FLUSHING;
     }
@@ -721,6 +753,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   std::lock_guard<std::mutex> lock (st->lock);
   st->gpu_in_flight++;
   st->queue.push_back (item);
+  st->queued++;
   st->outstanding++;
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);
@@ -777,9 +810,14 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
   GST_OBJECT_UNLOCK (self);
 
   const gpp::Mode active = st->gpu ? st->gpu->mode () : gpp::Mode::Cpu;
+  unsigned outstanding;
+  {
+    std::lock_guard<std::mutex> lock (st->lock);
+    outstanding = st->outstanding;
+  }
   const bool gpu_changed = mode != gpp::Mode::Cpu && st->gpu &&
       !same_gpu_settings (settings, st->gpu_settings);
-  if (mode != active || gpu_changed || (mode == gpp::Mode::Cpu && st->outstanding > 0)) {
+  if (mode != active || gpu_changed || (mode == gpp::Mode::Cpu && outstanding > 0)) {
     /* Let everything in flight leave first: nothing is lost or reordered. */
     if (!gst_gpu_packet_proc_drain (self)) {
       gst_buffer_unmap (batch, &in);
@@ -825,16 +863,20 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
     /* Results are read by the CPU: never write-combined. */
     const auto results_kind = kind == gpp::HostMemoryKind::WriteCombined ?
         gpp::HostMemoryKind::Default : kind;
+    /* A record is 128 bytes; a packet takes at least 48 in a batch. */
+    const size_t results_bytes = kResultsPoolFactor * bytes;
     auto input = gpp::make_host_arena (device, bytes, kind, &error);
-    auto results = input ? gpp::make_host_arena (device, bytes, results_kind, &error) : nullptr;
+    auto results = input ? gpp::make_host_arena (device, results_bytes, results_kind,
+        &error) : nullptr;
     if (input && results) {
       st->input_allocator = gpp_pinned_allocator_new (std::move (input));
       st->results_allocator = gpp_pinned_allocator_new (std::move (results));
-      GST_INFO_OBJECT (self, "pinned pools: 2 x %zu bytes on device %d", bytes, device);
+      GST_INFO_OBJECT (self, "pinned pools: %zu + %zu bytes on device %d", bytes,
+          results_bytes, device);
       return TRUE;
     }
-    st->no_pool_reason = "pinned pool of 2 x " + std::to_string (bytes >> 20) +
-        " MiB: " + error;
+    st->no_pool_reason = "pinned pools of " + std::to_string (bytes >> 20) + " + " +
+        std::to_string (kResultsPoolFactor * bytes >> 20) + " MiB: " + error;
   }
   if (mode != gpp::Mode::Cpu) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
@@ -891,6 +933,7 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
     while (!st->queue.empty ()) {
       PendingItem item = st->queue.front ();
       st->queue.pop_front ();
+      st->queued--;
       if (!item.event) {
         std::string ignored;
         st->gpu->wait_oldest (&ignored);
@@ -902,6 +945,7 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
     self->state = nullptr;
     GST_OBJECT_UNLOCK (self);
     delete st;
+    self->linktype = -1;
   }
   return ret;
 }
@@ -1154,8 +1198,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           1, MAX_NUM_STREAMS, DEFAULT_NUM_STREAMS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
       g_param_spec_uint ("pool-size", "Pinned pool size",
-          "MiB of pinned (page-locked) host memory for batches, and as much again "
-          "for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
+          "MiB of pinned (page-locked) host memory for batches, and three times as "
+          "much for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
           "(mode=cpu only). Limits the largest batch",
           0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
@@ -1164,8 +1208,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           GST_TYPE_GPU_PACKET_PROC_MEMORY, DEFAULT_POOL_MEMORY, rw_ready));
   g_object_class_install_property (gobject_class, PROP_PERSISTENT_BLOCKS,
       g_param_spec_uint ("persistent-blocks", "Persistent blocks",
-          "Resident thread blocks of mode=persistent, 0 = one per SM: more blocks "
-          "process large batches faster, one block answers small ones soonest",
+          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. One block "
+          "answers small batches soonest; more blocks share large batches but add "
+          "grid-wide synchronisation to every batch (see BENCHMARKS)",
           0, 65535, DEFAULT_PERSISTENT_BLOCKS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_WAIT_STRATEGY,
       g_param_spec_enum ("wait-strategy", "Wait strategy",

@@ -28,12 +28,12 @@ run() {  # run NAME COMMAND...: log to $OUT/NAME.log, print the tail
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 run parity build/tests/gpu/test-gpu-parity "$pcaps"
 run modes build/tests/gpu/test-gpu-modes "$pcaps"
+TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
-run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
-run racecheck-modes $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
-run synccheck-modes $san --tool synccheck build/tests/gpu/test-gpu-modes "$pcaps" --quick
+run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section switch
+run racecheck-modes $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --section events
 python3 examples/make-sample-pcap.py build/sample-traffic.pcap --packets 100000 > /dev/null
 run mode-switch build/examples/gpupacket-mode-switch --every 20 build/sample-traffic.pcap
 for m in cpu streams zerocopy graph persistent; do
@@ -41,6 +41,5 @@ for m in cpu streams zerocopy graph persistent; do
 done
 run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
 rm -f "$LOGS"/*.csv
-TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 tar czf "$OUT/gpu-check.tgz" -C "$LOGS" .
 exit $status
