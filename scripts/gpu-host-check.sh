@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
+trap 'tar czf "$OUT/gpu-check.tgz" -C "$LOGS" . 2>/dev/null' EXIT
 [ -d .shared ] && [ ! -e ../shared ] && ln -sfn "$PWD/.shared" ../shared
 [ -f .gstrt/env.sh ] && source .gstrt/env.sh
 export GST_PLUGIN_PATH_1_0=$PWD/build/gst-plugin
@@ -41,5 +42,4 @@ for m in cpu streams zerocopy graph persistent; do
 done
 run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
 rm -f "$LOGS"/*.csv
-tar czf "$OUT/gpu-check.tgz" -C "$LOGS" .
 exit $status
