@@ -477,6 +477,19 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
   return gst_pad_push_event (self->srcpad, event);
 }
 
+static gboolean gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
+    const gpp::GpuSettings & settings);
+
+/* Stops a persistent kernel once nothing is in flight (EOS, flush): it would
+ * otherwise keep a GPU thread polling for work that is not coming. */
+static void
+gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
+{
+  GppProcState *st = self->state;
+  if (st->gpu && st->gpu->mode () == gpp::Mode::Persistent)
+    gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
+}
+
 static gboolean
 gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -519,9 +532,20 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
           st->flushing = false;
           st->last_flow = GST_FLOW_OK;
         }
+        gst_gpu_packet_proc_stop_resident_kernel (self);
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
       }
+      return gst_pad_push_event (self->srcpad, event);
+    case GST_EVENT_EOS:
+      /* EOS leaves after every batch in flight; then the resident kernel,
+       * if any, stops (a batch after a flush starts it again). */
+      if (st && !gst_gpu_packet_proc_drain (self)) {
+        gst_event_unref (event);
+        return FALSE;
+      }
+      if (st)
+        gst_gpu_packet_proc_stop_resident_kernel (self);
       return gst_pad_push_event (self->srcpad, event);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
