@@ -5,13 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "cuda_util.h"
 #include "engine.h"
+#include "first_fit_arena.h"
 #include "packet_kernels.h"
 
 namespace gpp {
@@ -37,74 +36,6 @@ private:
 std::string size_text(size_t bytes) {
   return std::to_string(bytes) + " bytes (" + std::to_string(bytes >> 20) + " MiB)";
 }
-
-// ---- pinned arena -------------------------------------------------------
-
-class CudaHostArena final : public HostArena {
-public:
-  CudaHostArena(size_t bytes, unsigned flags) : memory_(bytes, flags) {
-    free_[0] = bytes;
-  }
-
-  void *allocate(size_t bytes) override {
-    bytes = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second < bytes) continue;
-      const size_t offset = it->first;
-      const size_t left = it->second - bytes;
-      free_.erase(it);
-      if (left) free_[offset + bytes] = left;
-      used_[offset] = bytes;
-      in_use_ += bytes;
-      return memory_.get<uint8_t>() + offset;
-    }
-    return nullptr;
-  }
-
-  void release(void *ptr) override {
-    if (!ptr) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    const size_t offset = static_cast<uint8_t *>(ptr) - memory_.get<uint8_t>();
-    auto used = used_.find(offset);
-    if (used == used_.end()) return;
-    size_t start = offset, len = used->second;
-    in_use_ -= len;
-    used_.erase(used);
-    // Coalesce with the free neighbours.
-    auto next = free_.lower_bound(start);
-    if (next != free_.end() && next->first == start + len) {
-      len += next->second;
-      next = free_.erase(next);
-    }
-    if (next != free_.begin()) {
-      auto prev = std::prev(next);
-      if (prev->first + prev->second == start) {
-        start = prev->first;
-        len += prev->second;
-        free_.erase(prev);
-      }
-    }
-    free_[start] = len;
-  }
-
-  bool contains(const void *ptr) const override {
-    const auto *p = static_cast<const uint8_t *>(ptr);
-    return p >= memory_.get<uint8_t>() && p < memory_.get<uint8_t>() + memory_.size();
-  }
-  size_t capacity() const override { return memory_.size(); }
-  size_t in_use() const override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return in_use_;
-  }
-
-private:
-  PinnedMemory memory_;
-  mutable std::mutex mutex_;
-  std::map<size_t, size_t> free_; // offset -> length
-  std::map<size_t, size_t> used_;
-  size_t in_use_ = 0;
-};
 
 // ---- waiting for the GPU ------------------------------------------------
 
@@ -411,7 +342,10 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
   if (kind == HostMemoryKind::Mapped) flags |= cudaHostAllocMapped;
   try {
     GPP_CUDA_TRY(cudaSetDevice(device_id));
-    return std::make_unique<CudaHostArena>(bytes, flags);
+    void *base = nullptr;
+    GPP_CUDA_TRY(cudaHostAlloc(&base, bytes, flags));
+    return std::make_unique<FirstFitArena>(base, bytes,
+                                           [](void *p, size_t) { cuda_release(cudaFreeHost(p)); });
   } catch (const CudaError &e) {
     *error = "cudaHostAlloc of " + size_text(bytes) + " failed: " + e.what() +
              " (the limit is the host's lockable memory: ulimit -l and free RAM)";

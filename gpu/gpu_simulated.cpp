@@ -1,0 +1,131 @@
+// A simulated GPU for tests on machines without one (CI).  It implements
+// engine.h with ordinary memory and a worker thread that runs the CPU core
+// after a random delay, so that batches finish at odd times: enough to drive
+// gpupacketproc's asynchronous paths (ordering, events, flushes, mode and
+// stream changes, the pinned pool) under the sanitizers.  Linked only into
+// the test build of the plugin (tests/sim), never into the installed one.
+#include <sys/mman.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "cpu_engine.h"
+#include "engine.h"
+#include "first_fit_arena.h"
+
+namespace gpp {
+namespace {
+
+class SimulatedEngine final : public GpuEngine {
+public:
+  SimulatedEngine(Mode mode, const GpuSettings &s)
+      : mode_(mode), slots_(std::max(1u, s.num_streams)), worker_([this] { run(); }) {}
+
+  ~SimulatedEngine() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    worker_.join();
+  }
+
+  Mode mode() const override { return mode_; }
+  unsigned slots() const override { return slots_; }
+  GpuCounters counters() const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counters_;
+  }
+
+  bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
+              GppResult *results, std::string *) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    jobs_.push_back(Job{batch, cfg, results, count, false});
+    counters_.bytes_h2d += batch_size;
+    counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
+    changed_.notify_all();
+    return true;
+  }
+
+  bool wait_oldest(std::string *) override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !jobs_.empty() && jobs_.front().done; });
+    jobs_.pop_front();
+    return true;
+  }
+
+private:
+  struct Job {
+    const uint8_t *batch;
+    CoreConfig cfg;
+    GppResult *results;
+    uint32_t count;
+    bool done;
+  };
+
+  // Finishes jobs in order, each after 0..200 us, like a GPU queue would.
+  void run() {
+    std::mt19937 rng(12345);
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [this] { return stopping_ || next_pending() != nullptr; });
+      if (stopping_) return;
+      Job job = *next_pending();
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+      process_batch_range(job.batch, job.cfg, job.results, 0, job.count);
+      lock.lock();
+      next_pending()->done = true;
+      changed_.notify_all();
+    }
+  }
+
+  Job *next_pending() {
+    for (Job &j : jobs_)
+      if (!j.done) return &j;
+    return nullptr;
+  }
+
+  Mode mode_;
+  unsigned slots_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Job> jobs_;
+  GpuCounters counters_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+} // namespace
+
+std::string gpu_unavailable_reason(int device_id) {
+  return device_id == 0 ? "" : "device-id " + std::to_string(device_id) +
+                                   " does not exist: the simulated GPU is device 0 only";
+}
+
+std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind,
+                                           std::string *error) {
+  if (!(*error = gpu_unavailable_reason(device_id)).empty()) return nullptr;
+  // mmap, like the driver's pinned allocations: freeing returns the pages at
+  // once (malloc might keep them), so the tests' memory checks stay meaningful.
+  void *base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    *error = "mmap of " + std::to_string(bytes) + " bytes failed";
+    return nullptr;
+  }
+  return std::make_unique<FirstFitArena>(base, bytes, [](void *p, size_t n) { munmap(p, n); });
+}
+
+std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+                                           std::string *error) {
+  if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
+  return std::make_unique<SimulatedEngine>(mode, settings);
+}
+
+int64_t device_memory_used(int) { return 0; }
+
+} // namespace gpp
