@@ -61,6 +61,41 @@ bool check(cudaError_t e, const char *what, std::string *error) {
   return false;
 }
 
+// ---- the ACL rule set on the device ---------------------------------------
+
+// Keeps the device copy of the current ACL blob: uploaded once per rule set
+// (blobs carry a generation number), not per batch.
+class DeviceAcl {
+public:
+  // Points cfg.acl at the device copy, uploading a new rule set first; the
+  // old copy goes only after `quiesce` saw every batch that may use it finish.
+  template <typename Quiesce>
+  bool translate(CoreConfig &cfg, Quiesce &&quiesce, std::string *error) {
+    if (!cfg.acl) return true;
+    const auto *header = reinterpret_cast<const AclBlobHeader *>(cfg.acl);
+    if (header->generation != generation_) {
+      if (blob_.size() && !quiesce(error)) return false;
+      try {
+        blob_ = DeviceMemory();
+        blob_ = DeviceMemory(header->total_size);
+        GPP_CUDA_TRY(cudaMemcpy(blob_.get(), cfg.acl, header->total_size, cudaMemcpyHostToDevice));
+      } catch (const CudaError &e) {
+        *error = std::string("uploading the ACL rule set: ") + e.what();
+        blob_ = DeviceMemory();
+        generation_ = 0;
+        return false;
+      }
+      generation_ = header->generation;
+    }
+    cfg.acl = blob_.get<uint8_t>();
+    return true;
+  }
+
+private:
+  DeviceMemory blob_;
+  uint64_t generation_ = 0;
+};
+
 // ---- streams, zerocopy and graph: one CUDA stream per slot ---------------
 
 // A batch in flight: its stream, completion event, and device buffers.
@@ -95,25 +130,28 @@ public:
     // The streaming thread may not be the one that made the engine: CUDA's
     // current device is per thread.
     if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
+    CoreConfig device_cfg = cfg;
+    if (!acl_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
+      return false;
     StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
     try {
       if (count == 0) {
         // Nothing to compute; the event still marks the slot's place in order.
       } else if (mode_ == Mode::ZeroCopy) {
-        GPP_CUDA_TRY(launch_process_batch_zerocopy(batch, count, cfg, results, slot.stream.get()));
+        GPP_CUDA_TRY(launch_process_batch_zerocopy(batch, count, device_cfg, results, slot.stream.get()));
       } else {
         ensure_capacity(slot, batch_size, results_size);
         if (mode_ == Mode::Streams) {
           cudaStream_t st = slot.stream.get();
           GPP_CUDA_TRY(cudaMemcpyAsync(slot.batch.get(), batch, batch_size,
                                        cudaMemcpyHostToDevice, st));
-          GPP_CUDA_TRY(launch_process_batch(slot.batch.get<uint8_t>(), count, cfg,
+          GPP_CUDA_TRY(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
                                             slot.results.get<GppResult>(), st));
           GPP_CUDA_TRY(cudaMemcpyAsync(results, slot.results.get(), results_size,
                                        cudaMemcpyDeviceToHost, st));
         } else {
-          replay_graph(slot, batch, batch_size, count, cfg, results, results_size);
+          replay_graph(slot, batch, batch_size, count, device_cfg, results, results_size);
         }
       }
       // Copy engines (streams, graph) or the kernel over PCIe (zerocopy) move these.
@@ -134,6 +172,14 @@ public:
   }
 
 private:
+  // Waits for every batch in flight (before the ACL blob they read goes away).
+  bool quiesce(std::string *error) {
+    for (auto &slot : slots_)
+      if (!check(cudaStreamSynchronize(slot->stream.get()), "cudaStreamSynchronize", error))
+        return false;
+    return true;
+  }
+
   // Device buffers grow to the largest batch seen (the slot is idle here).
   void ensure_capacity(StreamSlot &slot, size_t batch_size, size_t results_size) {
     if (slot.batch.size() < batch_size) {
@@ -187,6 +233,7 @@ private:
   Mode mode_;
   WaitStrategy wait_;
   int device_;
+  DeviceAcl acl_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
   AtomicCounters counters_;
@@ -255,6 +302,9 @@ public:
                "); raise pool-size";
       return false;
     }
+    CoreConfig device_cfg = cfg;
+    if (!acl_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
+      return false;
     const uint64_t ticket = head_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
     job.error = 0;
@@ -262,7 +312,7 @@ public:
     job.batch_size = batch_size;
     job.batch = batch;
     job.results = results;
-    job.cfg = cfg;
+    job.cfg = device_cfg;
     std::atomic_thread_fence(std::memory_order_release);
     reinterpret_cast<std::atomic<uint64_t> *>(&job.doorbell)
         ->store(ticket + 1, std::memory_order_release);
@@ -302,7 +352,25 @@ public:
 private:
   PersistentControl *control() { return control_.get<PersistentControl>(); }
 
+  // Waits until the kernel has finished every submitted job (results stay
+  // for wait_oldest to collect).
+  bool quiesce(std::string *error) {
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+    for (uint64_t t = tail_; t < head_; ++t) {
+      auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&control()->jobs[t % slots_].done);
+      while (done->load(std::memory_order_acquire) < t + 1) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          *error = "persistent kernel did not finish its batches within " +
+                   std::to_string(kAnswerTimeout.count()) + " s";
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   WaitStrategy wait_;
+  DeviceAcl acl_;
   unsigned blocks_ = 0;
   unsigned slots_ = 0;
   Stream stream_;

@@ -9,6 +9,8 @@
 #include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
 
+#include "acl.h"
+
 #if defined(__CUDACC__)
 #define GPP_HOST_DEVICE __host__ __device__
 #else
@@ -25,6 +27,8 @@ struct CoreConfig {
   uint8_t rss_key[kRssKeySize];
   uint8_t symmetric_rss;      // hash both directions of a flow alike
   uint8_t verify_l4_checksum; // TCP/UDP/ICMP/ICMPv6 checksum verification
+  uint8_t acl_default_action; // GPP_ACL_* for packets no rule matches
+  const uint8_t *acl;         // ACL blob (acl.h) in memory the executor reads, or nullptr
 };
 
 // The key of the Intel 82599 / Microsoft RSS verification suite, used by most
@@ -520,23 +524,9 @@ GPP_HOST_DEVICE inline uint8_t ip_version_of_family(uint32_t family) {
   return 0;
 }
 
-} // namespace detail
-
-// Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
-GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
-                                           uint32_t wirelen, uint32_t linktype,
-                                           uint64_t packet_number, uint64_t timestamp_ns,
-                                           const CoreConfig &cfg, GppResult &r) {
-  using namespace detail;
-  uint64_t *words = reinterpret_cast<uint64_t *>(&r);
-  for (unsigned i = 0; i < sizeof(GppResult) / sizeof(uint64_t); ++i) words[i] = 0;
-  r.packet_number = packet_number;
-  r.timestamp_ns = timestamp_ns;
-  r.caplen = caplen;
-  r.wirelen = wirelen;
-  r.acl_rule = -1;
-  r.dpi_pattern = -1;
-
+// The link, network and transport layers of one packet into `r`.
+GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, uint32_t wirelen,
+                                         uint32_t linktype, const CoreConfig &cfg, GppResult &r) {
   const Packet pkt{bytes, caplen, wirelen < caplen ? caplen : wirelen};
   uint32_t off = 0;
   uint16_t ethertype = 0;
@@ -646,7 +636,27 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
   }
   if (ip_guess == 4) parse_ipv4(pkt, cfg, off, r);
   else parse_ipv6(pkt, cfg, off, r);
-  r.rss_hash = rss_hash(cfg, r);
+}
+
+} // namespace detail
+
+// Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
+GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
+                                           uint32_t wirelen, uint32_t linktype,
+                                           uint64_t packet_number, uint64_t timestamp_ns,
+                                           const CoreConfig &cfg, GppResult &r) {
+  uint64_t *words = reinterpret_cast<uint64_t *>(&r);
+  for (unsigned i = 0; i < sizeof(GppResult) / sizeof(uint64_t); ++i) words[i] = 0;
+  r.packet_number = packet_number;
+  r.timestamp_ns = timestamp_ns;
+  r.caplen = caplen;
+  r.wirelen = wirelen;
+  r.acl_rule = -1;
+  r.dpi_pattern = -1;
+  detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r);
+  r.rss_hash = detail::rss_hash(cfg, r);
+  if (cfg.acl) acl_apply(cfg.acl, cfg.acl_default_action, r);
 }
 
 } // namespace gpp
+

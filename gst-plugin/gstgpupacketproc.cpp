@@ -51,6 +51,7 @@
 #include <mutex>
 #include <string>
 
+#include "acl_rules.h"
 #include "cpu_engine.h"
 #include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
@@ -75,6 +76,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
 #define DEFAULT_PERSISTENT_BLOCKS 1
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
+#define DEFAULT_ACL_RULES NULL
+#define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
 
 constexpr int kModeCount = 5;
 /* The results pool is this many times pool-size: 128-byte records for
@@ -95,6 +98,8 @@ enum
   PROP_POOL_MEMORY,
   PROP_PERSISTENT_BLOCKS,
   PROP_WAIT_STRATEGY,
+  PROP_ACL_RULES,
+  PROP_DEFAULT_ACTION,
   PROP_STATS,
 };
 
@@ -111,6 +116,7 @@ struct PendingItem
   guint64 bytes = 0;
   std::chrono::steady_clock::time_point entry;
   gpp::Mode mode = gpp::Mode::Cpu;
+  std::shared_ptr<const gpp::AclRuleSet> acl;  /* the rule set the batch runs with */
 };
 
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
@@ -192,6 +198,10 @@ struct _GstGpuPacketProc
   GstGpuPacketProcMemory pool_memory;
   guint persistent_blocks;
   GstGpuPacketProcWait wait_strategy;
+  gchar *acl_path;
+  gchar *acl_error;             /* why acl_path was refused, or NULL */
+  std::shared_ptr<const gpp::AclRuleSet> *acl;  /* current rule set (may hold nullptr) */
+  GstGpuPacketProcAction default_action;
 
   gint linktype;                /* from the sink caps; streaming thread */
   GppProcState *state;
@@ -231,6 +241,23 @@ gst_gpu_packet_proc_mode_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstGpuPacketProcMode", modes);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_packet_proc_action_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue actions[] = {
+    {GST_GPU_PACKET_PROC_ACTION_ALLOW, "Allow the packet", "allow"},
+    {GST_GPU_PACKET_PROC_ACTION_DROP, "Drop the packet", "drop"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuPacketProcAction", actions);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -693,10 +720,12 @@ gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
 /* Hands a validated batch to the GPU engine and queues it for the task. */
 static GstFlowReturn
 gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstMapInfo & in,
-    const gpp::CoreConfig & config, gpp::Mode mode, std::chrono::steady_clock::time_point entry)
+    const gpp::CoreConfig & config, std::shared_ptr<const gpp::AclRuleSet> acl, gpp::Mode mode,
+    std::chrono::steady_clock::time_point entry)
 {
   GppProcState *st = self->state;
   PendingItem item;
+  item.acl = std::move (acl);
   item.batch = batch;
   item.mode = mode;
   item.entry = entry;
@@ -827,7 +856,10 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
   }
 
   GST_OBJECT_LOCK (self);
-  const gpp::CoreConfig config = self->config;
+  gpp::CoreConfig config = self->config;
+  std::shared_ptr<const gpp::AclRuleSet> acl = *self->acl;
+  config.acl = acl ? acl->blob.data () : nullptr;
+  config.acl_default_action = acl ? (uint8_t) self->default_action : (uint8_t) GPP_ACL_NONE;
   const guint threads_setting = self->cpu_threads;
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::GpuSettings settings = gpu_settings_locked (self);
@@ -862,7 +894,7 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
     gst_buffer_unref (batch);
     return ret;
   }
-  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, mode, entry);
+  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, std::move (acl), mode, entry);
 }
 
 /* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
@@ -920,11 +952,17 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK (self);
     gchar *key_error = g_strdup (self->rss_key_error);
+    gchar *acl_error = g_strdup (self->acl_error);
     const guint threads_setting = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
-    if (key_error) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid %s.", key_error), (NULL));
+    if (key_error || acl_error) {
+      if (key_error)
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid %s.", key_error), (NULL));
+      else
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid ACL rules: %s", acl_error),
+            (NULL));
       g_free (key_error);
+      g_free (acl_error);
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
@@ -1041,12 +1079,45 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   return stats;
 }
 
+/* Loads a rule file in the caller's thread, never the streaming one, and
+ * swaps it in: each batch runs wholly with the old or wholly with the new
+ * set.  A bad file while playing keeps the old set (warning); before start
+ * it makes READY→PAUSED fail (error). */
+static void
+gst_gpu_packet_proc_set_acl_rules (GstGpuPacketProc * self, const gchar * path)
+{
+  std::shared_ptr<const gpp::AclRuleSet> set;
+  std::string error;
+  if (path && *path)
+    set = gpp::load_acl_rules (path, &error);
+
+  GST_OBJECT_LOCK (self);
+  if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
+    GST_OBJECT_UNLOCK (self);
+    GST_ELEMENT_WARNING (self, RESOURCE, READ, ("Ignoring ACL rules from \"%s\"; keeping "
+            "the current rules.", path), ("%s", error.c_str ()));
+    return;
+  }
+  g_free (self->acl_path);
+  self->acl_path = g_strdup (path);
+  g_free (self->acl_error);
+  self->acl_error = error.empty () ? NULL : g_strdup (error.c_str ());
+  *self->acl = std::move (set);
+  GST_OBJECT_UNLOCK (self);
+  if (!error.empty ())
+    GST_WARNING_OBJECT (self, "%s", error.c_str ());
+}
+
 static void
 gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (object);
 
+  if (prop_id == PROP_ACL_RULES) {
+    gst_gpu_packet_proc_set_acl_rules (self, g_value_get_string (value));
+    return;
+  }
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_MODE:
@@ -1098,6 +1169,9 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
       break;
     case PROP_WAIT_STRATEGY:
       self->wait_strategy = (GstGpuPacketProcWait) g_value_get_enum (value);
+      break;
+    case PROP_DEFAULT_ACTION:
+      self->default_action = (GstGpuPacketProcAction) g_value_get_enum (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1151,6 +1225,12 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
     case PROP_WAIT_STRATEGY:
       g_value_set_enum (value, self->wait_strategy);
       break;
+    case PROP_ACL_RULES:
+      g_value_set_string (value, self->acl_path);
+      break;
+    case PROP_DEFAULT_ACTION:
+      g_value_set_enum (value, self->default_action);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1167,6 +1247,9 @@ gst_gpu_packet_proc_finalize (GObject * object)
   delete self->stats;
   g_free (self->rss_key_text);
   g_free (self->rss_key_error);
+  g_free (self->acl_path);
+  g_free (self->acl_error);
+  delete self->acl;
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1240,6 +1323,17 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       g_param_spec_enum ("wait-strategy", "Wait strategy",
           "How the host waits for GPU batches to finish",
           GST_TYPE_GPU_PACKET_PROC_WAIT, DEFAULT_WAIT, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_ACL_RULES,
+      g_param_spec_string ("acl-rules", "ACL rules",
+          "ClassBench / DPDK test-acl rule file (README: ACL rules); each packet gets "
+          "the 0-based index of the first matching rule and its action. Set while "
+          "playing, the new file is loaded off the streaming path and applies from "
+          "the next batch; a bad file keeps the old rules (warning)", DEFAULT_ACL_RULES,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DEFAULT_ACTION,
+      g_param_spec_enum ("default-action", "Default action",
+          "ACL action of packets no rule matches (non-IP packets included)",
+          GST_TYPE_GPU_PACKET_PROC_ACTION, DEFAULT_DEFAULT_ACTION, rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: active-mode; batches, packets, bytes "
@@ -1263,6 +1357,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MODE, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_WAIT, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MEMORY, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_ACTION, (GstPluginAPIFlags) 0);
   GST_DEBUG_CATEGORY_INIT (gst_gpu_packet_proc_debug, "gpupacketproc", 0,
       "GPU packet processor");
 }
@@ -1298,6 +1393,10 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->pool_memory = DEFAULT_POOL_MEMORY;
   self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
   self->wait_strategy = DEFAULT_WAIT;
+  self->acl_path = g_strdup (DEFAULT_ACL_RULES);
+  self->acl_error = NULL;
+  self->acl = new std::shared_ptr<const gpp::AclRuleSet> ();
+  self->default_action = DEFAULT_DEFAULT_ACTION;
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();

@@ -28,6 +28,14 @@ typedef enum
   GST_GPU_PACKET_PROC_MEMORY_MAPPED = 2,
 } GstGpuPacketProcMemory;
 
+typedef enum
+{
+  GST_GPU_PACKET_PROC_ACTION_ALLOW = 1,
+  GST_GPU_PACKET_PROC_ACTION_DROP = 2,
+} GstGpuPacketProcAction;
+
+#define GST_TYPE_GPU_PACKET_PROC_ACTION (gst_gpu_packet_proc_action_get_type ())
+GType gst_gpu_packet_proc_action_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_MODE (gst_gpu_packet_proc_mode_get_type ())
 GType gst_gpu_packet_proc_mode_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_WAIT (gst_gpu_packet_proc_wait_get_type ())

@@ -1,0 +1,139 @@
+// ACL classification shared by CPU and GPU: first-match over ClassBench-style
+// 5-tuple rules with tuple space search.
+//
+// Why tuple space search: rules are grouped by their (family, source prefix
+// length, destination prefix length) "tuple"; inside a tuple the masked
+// address pair is an exact-match hash key.  A lookup probes one hash slot per
+// tuple instead of testing every rule, and the number of tuples stays small
+// (ClassBench sets have tens to a few hundred) while rule counts grow to
+// 10,000+.  Tuples are visited in order of their smallest rule index, so the
+// search stops as soon as no remaining tuple can hold an earlier match — the
+// common case for first-match ACLs.  The whole rule set is one flat blob of
+// offsets (no pointers), copied to the device once per rule set.
+#pragma once
+
+#include <stdint.h>
+
+#include <gpupacket/packet-result.h>
+
+#if defined(__CUDACC__)
+#define GPP_ACL_HD __host__ __device__
+#else
+#define GPP_ACL_HD
+#endif
+
+namespace gpp {
+
+constexpr uint32_t kAclNoRule = 0xffffffffu;
+constexpr uint32_t kAclBlobMagic = 0x4c434150; // "PACL"
+
+struct AclRule {
+  uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
+  uint8_t proto, proto_mask;
+  uint8_t action; // GPP_ACL_ALLOW / GPP_ACL_DROP
+  uint8_t reserved;
+};
+
+struct AclTuple {
+  uint8_t ip_version; // 4 or 6
+  uint8_t src_len, dst_len;
+  uint8_t reserved;
+  uint32_t min_rule;    // smallest rule index in the tuple: search order and cut-off
+  uint32_t slot_offset; // first slot of this tuple's hash table
+  uint32_t slot_mask;   // table size - 1 (a power of two)
+};
+
+struct AclSlot {
+  uint8_t src[16], dst[16]; // masked addresses (IPv4: first 4 bytes)
+  uint32_t first;           // into the entries array
+  uint32_t count;           // 0 = empty slot
+};
+
+// The blob: header, then the arrays at the offsets it names (bytes from the
+// start of the blob, each 16-byte aligned).
+struct AclBlobHeader {
+  uint32_t magic;
+  uint32_t total_size;
+  uint32_t rule_count;
+  uint32_t tuple_count;
+  uint32_t rules_offset;   // AclRule[rule_count]
+  uint32_t tuples_offset;  // AclTuple[tuple_count], sorted by min_rule
+  uint32_t slots_offset;   // AclSlot[]
+  uint32_t entries_offset; // uint32_t[] rule indices, ascending per slot
+  uint64_t generation;     // unique per built rule set: engines upload each once
+  uint8_t reserved[8];
+};
+
+GPP_ACL_HD inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
+  uint32_t h = 2166136261u; // FNV-1a
+  for (int i = 0; i < addr_len; ++i) h = (h ^ src[i]) * 16777619u;
+  for (int i = 0; i < addr_len; ++i) h = (h ^ dst[i]) * 16777619u;
+  return h ^ (h >> 15);
+}
+
+GPP_ACL_HD inline void acl_mask(const uint8_t *addr, int len_bits, int addr_len, uint8_t *out) {
+  for (int i = 0; i < addr_len; ++i) {
+    const int bits = len_bits - 8 * i;
+    out[i] = bits >= 8 ? addr[i] : bits <= 0 ? 0 : static_cast<uint8_t>(addr[i] & (0xff00u >> bits));
+  }
+}
+
+// First matching rule index for a parsed packet, or kAclNoRule.  Non-IP
+// packets match nothing; packets without ports (ICMP, non-first fragments)
+// match with ports 0.
+GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
+  if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) return kAclNoRule;
+  const auto *h = reinterpret_cast<const AclBlobHeader *>(blob);
+  const auto *rules = reinterpret_cast<const AclRule *>(blob + h->rules_offset);
+  const auto *tuples = reinterpret_cast<const AclTuple *>(blob + h->tuples_offset);
+  const auto *slots = reinterpret_cast<const AclSlot *>(blob + h->slots_offset);
+  const auto *entries = reinterpret_cast<const uint32_t *>(blob + h->entries_offset);
+  const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
+  const uint16_t sport = has_ports ? r.sport : 0;
+  const uint16_t dport = has_ports ? r.dport : 0;
+  const int addr_len = r.ip_version == 4 ? 4 : 16;
+  uint32_t best = kAclNoRule;
+  for (uint32_t t = 0; t < h->tuple_count; ++t) {
+    const AclTuple tuple = tuples[t];
+    if (tuple.min_rule >= best) break; // no later tuple holds an earlier rule
+    if (tuple.ip_version != r.ip_version) continue;
+    uint8_t src[16], dst[16];
+    acl_mask(r.src, tuple.src_len, addr_len, src);
+    acl_mask(r.dst, tuple.dst_len, addr_len, dst);
+    uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;
+    for (;; i = (i + 1) & tuple.slot_mask) {
+      const AclSlot &slot = slots[tuple.slot_offset + i];
+      if (slot.count == 0) break;
+      bool same = true;
+      for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
+      if (!same) continue;
+      for (uint32_t e = 0; e < slot.count; ++e) {
+        const uint32_t idx = entries[slot.first + e];
+        if (idx >= best) break;
+        const AclRule rule = rules[idx];
+        if (sport >= rule.sport_lo && sport <= rule.sport_hi && dport >= rule.dport_lo &&
+            dport <= rule.dport_hi && (r.l4_proto & rule.proto_mask) == (rule.proto & rule.proto_mask)) {
+          best = idx;
+          break;
+        }
+      }
+      break; // one slot per key
+    }
+  }
+  return best;
+}
+
+// Fills the ACL fields of a parsed record; `default_action` for no match.
+GPP_ACL_HD inline void acl_apply(const uint8_t *blob, uint8_t default_action, GppResult &r) {
+  const auto *h = reinterpret_cast<const AclBlobHeader *>(blob);
+  const uint32_t rule = acl_classify(blob, r);
+  if (rule == kAclNoRule) {
+    r.acl_rule = -1;
+    r.acl_action = default_action;
+  } else {
+    r.acl_rule = static_cast<int32_t>(rule);
+    r.acl_action = reinterpret_cast<const AclRule *>(blob + h->rules_offset)[rule].action;
+  }
+}
+
+} // namespace gpp

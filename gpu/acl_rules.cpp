@@ -1,0 +1,296 @@
+#include "acl_rules.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace gpp {
+namespace {
+
+std::atomic<uint64_t> next_generation{1};
+
+// A cursor over one rule line.
+struct Cursor {
+  const std::string &s;
+  size_t i = 0;
+
+  void skip_space() {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  }
+  bool at_end() {
+    skip_space();
+    return i >= s.size();
+  }
+  std::string word() {
+    skip_space();
+    const size_t start = i;
+    while (i < s.size() && !std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    return s.substr(start, i - start);
+  }
+  bool expect(char c) {
+    skip_space();
+    if (i < s.size() && s[i] == c) {
+      ++i;
+      return true;
+    }
+    return false;
+  }
+  bool number(unsigned long max, unsigned long *out) {
+    skip_space();
+    if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+    const char *begin = s.c_str() + i;
+    char *end;
+    errno = 0;
+    const unsigned long v = std::strtoul(begin, &end, 0);
+    if (errno || v > max || end == begin) return false;
+    i += end - begin;
+    *out = v;
+    return true;
+  }
+};
+
+bool parse_prefix(const std::string &text, uint8_t *addr, uint8_t *len, uint8_t *version,
+                  std::string *why) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) {
+    *why = "address \"" + text + "\" has no /prefix-length";
+    return false;
+  }
+  const std::string a = text.substr(0, slash), l = text.substr(slash + 1);
+  *version = a.find(':') != std::string::npos ? 6 : 4;
+  if (inet_pton(*version == 4 ? AF_INET : AF_INET6, a.c_str(), addr) != 1) {
+    *why = "\"" + a + "\" is not an IPv" + std::to_string(*version) + " address";
+    return false;
+  }
+  char *end;
+  errno = 0;
+  const unsigned long bits = std::strtoul(l.c_str(), &end, 10);
+  const unsigned long max = *version == 4 ? 32 : 128;
+  if (l.empty() || *end || errno || bits > max) {
+    *why = "prefix length \"" + l + "\" is not 0.." + std::to_string(max);
+    return false;
+  }
+  *len = static_cast<uint8_t>(bits);
+  return true;
+}
+
+bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) {
+  Cursor c{line};
+  std::string src = c.word();
+  if (src.empty() || src[0] != '@') {
+    *why = "a rule starts with '@'";
+    return false;
+  }
+  uint8_t src_version, dst_version;
+  if (!parse_prefix(src.substr(1), rule->src, &rule->src_len, &src_version, why)) return false;
+  if (!parse_prefix(c.word(), rule->dst, &rule->dst_len, &dst_version, why)) return false;
+  if (src_version != dst_version) {
+    *why = "source and destination are of different IP versions";
+    return false;
+  }
+  rule->ip_version = src_version;
+  unsigned long v[4];
+  if (!c.number(65535, &v[0]) || !c.expect(':') || !c.number(65535, &v[1]) ||
+      !c.number(65535, &v[2]) || !c.expect(':') || !c.number(65535, &v[3])) {
+    *why = "expected port ranges \"LO : HI  LO : HI\" (0..65535)";
+    return false;
+  }
+  if (v[0] > v[1] || v[2] > v[3]) {
+    *why = "a port range ends before it starts";
+    return false;
+  }
+  rule->sport_lo = static_cast<uint16_t>(v[0]);
+  rule->sport_hi = static_cast<uint16_t>(v[1]);
+  rule->dport_lo = static_cast<uint16_t>(v[2]);
+  rule->dport_hi = static_cast<uint16_t>(v[3]);
+  unsigned long proto, mask;
+  if (!c.number(255, &proto) || !c.expect('/') || !c.number(255, &mask)) {
+    *why = "expected PROTO/MASK (numbers 0..255)";
+    return false;
+  }
+  rule->proto = static_cast<uint8_t>(proto);
+  rule->proto_mask = static_cast<uint8_t>(mask);
+  while (!c.at_end()) {
+    const std::string w = c.word();
+    if (w == "allow") {
+      rule->action = GPP_ACL_ALLOW;
+    } else if (w == "drop") {
+      rule->action = GPP_ACL_DROP;
+    } else if (w.find('/') != std::string::npos && std::isdigit(static_cast<unsigned char>(w[0]))) {
+      continue; // FLAGS/MASK: accepted, not matched (as DPDK test-acl)
+    } else {
+      *why = "unexpected \"" + w + "\" (an action is \"allow\" or \"drop\")";
+      return false;
+    }
+    if (!c.at_end()) {
+      *why = "text after the action";
+      return false;
+    }
+  }
+  return true;
+}
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+void build_blob(AclRuleSet &set) {
+  // Group rules by tuple, and inside a tuple by masked address pair.
+  using Key = std::array<uint8_t, 32>;
+  struct TupleBuild {
+    uint8_t version, src_len, dst_len;
+    uint32_t min_rule;
+    std::map<Key, std::vector<uint32_t>> groups;
+  };
+  std::map<std::array<uint8_t, 3>, TupleBuild> by_tuple;
+  for (uint32_t idx = 0; idx < set.rules.size(); ++idx) {
+    const ParsedAclRule &r = set.rules[idx];
+    const int addr_len = r.ip_version == 4 ? 4 : 16;
+    auto &t = by_tuple.try_emplace({r.ip_version, r.src_len, r.dst_len},
+                                   TupleBuild{r.ip_version, r.src_len, r.dst_len, idx, {}})
+                  .first->second;
+    Key key{};
+    acl_mask(r.src, r.src_len, addr_len, key.data());
+    acl_mask(r.dst, r.dst_len, addr_len, key.data() + 16);
+    t.groups[key].push_back(idx); // ascending: rules are visited in order
+  }
+  std::vector<TupleBuild *> order;
+  for (auto &kv : by_tuple) order.push_back(&kv.second);
+  std::sort(order.begin(), order.end(),
+            [](const TupleBuild *a, const TupleBuild *b) { return a->min_rule < b->min_rule; });
+
+  std::vector<AclTuple> tuples;
+  std::vector<AclSlot> slots;
+  std::vector<uint32_t> entries;
+  for (TupleBuild *t : order) {
+    uint32_t size = 2;
+    while (size < 2 * t->groups.size()) size *= 2;
+    AclTuple tuple{};
+    tuple.ip_version = t->version;
+    tuple.src_len = t->src_len;
+    tuple.dst_len = t->dst_len;
+    tuple.min_rule = t->min_rule;
+    tuple.slot_offset = static_cast<uint32_t>(slots.size());
+    tuple.slot_mask = size - 1;
+    slots.resize(slots.size() + size, AclSlot{});
+    const int addr_len = t->version == 4 ? 4 : 16;
+    for (const auto &g : t->groups) {
+      uint32_t i = acl_hash(g.first.data(), g.first.data() + 16, addr_len) & tuple.slot_mask;
+      while (slots[tuple.slot_offset + i].count != 0) i = (i + 1) & tuple.slot_mask;
+      AclSlot &slot = slots[tuple.slot_offset + i];
+      std::memcpy(slot.src, g.first.data(), 16);
+      std::memcpy(slot.dst, g.first.data() + 16, 16);
+      slot.first = static_cast<uint32_t>(entries.size());
+      slot.count = static_cast<uint32_t>(g.second.size());
+      entries.insert(entries.end(), g.second.begin(), g.second.end());
+    }
+    tuples.push_back(tuple);
+  }
+
+  std::vector<AclRule> rules;
+  for (const ParsedAclRule &p : set.rules)
+    rules.push_back(AclRule{p.sport_lo, p.sport_hi, p.dport_lo, p.dport_hi, p.proto,
+                            p.proto_mask, p.action, 0});
+  AclBlobHeader h{};
+  h.magic = kAclBlobMagic;
+  h.rule_count = static_cast<uint32_t>(rules.size());
+  h.tuple_count = static_cast<uint32_t>(tuples.size());
+  h.rules_offset = static_cast<uint32_t>(align16(sizeof h));
+  h.tuples_offset = static_cast<uint32_t>(align16(h.rules_offset + rules.size() * sizeof(AclRule)));
+  h.slots_offset = static_cast<uint32_t>(align16(h.tuples_offset + tuples.size() * sizeof(AclTuple)));
+  h.entries_offset = static_cast<uint32_t>(align16(h.slots_offset + slots.size() * sizeof(AclSlot)));
+  h.total_size = static_cast<uint32_t>(align16(h.entries_offset + entries.size() * sizeof(uint32_t)));
+  h.generation = next_generation++;
+  set.blob.assign(h.total_size, 0);
+  std::memcpy(set.blob.data(), &h, sizeof h);
+  if (!rules.empty())
+    std::memcpy(set.blob.data() + h.rules_offset, rules.data(), rules.size() * sizeof(AclRule));
+  if (!tuples.empty())
+    std::memcpy(set.blob.data() + h.tuples_offset, tuples.data(), tuples.size() * sizeof(AclTuple));
+  if (!slots.empty())
+    std::memcpy(set.blob.data() + h.slots_offset, slots.data(), slots.size() * sizeof(AclSlot));
+  if (!entries.empty())
+    std::memcpy(set.blob.data() + h.entries_offset, entries.data(), entries.size() * sizeof(uint32_t));
+}
+
+} // namespace
+
+uint32_t AclRuleSet::first_match(const GppResult &r) const {
+  if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) return kAclNoRule;
+  const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
+  const uint16_t sport = has_ports ? r.sport : 0, dport = has_ports ? r.dport : 0;
+  const int addr_len = r.ip_version == 4 ? 4 : 16;
+  for (uint32_t i = 0; i < rules.size(); ++i) {
+    const ParsedAclRule &x = rules[i];
+    if (x.ip_version != r.ip_version) continue;
+    uint8_t a[16], b[16], c[16], d[16];
+    acl_mask(r.src, x.src_len, addr_len, a);
+    acl_mask(x.src, x.src_len, addr_len, b);
+    acl_mask(r.dst, x.dst_len, addr_len, c);
+    acl_mask(x.dst, x.dst_len, addr_len, d);
+    if (std::memcmp(a, b, addr_len) || std::memcmp(c, d, addr_len)) continue;
+    if (sport < x.sport_lo || sport > x.sport_hi || dport < x.dport_lo || dport > x.dport_hi)
+      continue;
+    if ((r.l4_proto & x.proto_mask) != (x.proto & x.proto_mask)) continue;
+    return i;
+  }
+  return kAclNoRule;
+}
+
+std::shared_ptr<const AclRuleSet> parse_acl_rules(const std::string &text, const std::string &name,
+                                                  std::string *error) {
+  auto set = std::make_shared<AclRuleSet>();
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (set->rules.size() == kMaxAclRules) {
+      *error = name + ":" + std::to_string(number) + ": more than " +
+               std::to_string(kMaxAclRules) + " rules";
+      return nullptr;
+    }
+    ParsedAclRule rule;
+    std::string why;
+    if (!parse_rule(line.substr(first), &rule, &why)) {
+      *error = name + ":" + std::to_string(number) + ": " + why;
+      return nullptr;
+    }
+    set->rules.push_back(rule);
+  }
+  build_blob(*set);
+  return set;
+}
+
+std::shared_ptr<const AclRuleSet> load_acl_rules(const std::string &path, std::string *error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return nullptr;
+  }
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  if (size < 0) {
+    *error = path + ": not a readable regular file";
+    return nullptr;
+  }
+  if (size > (256 << 20)) {
+    *error = path + ": " + std::to_string(size) + " bytes is too large for a rule file (limit 256 MiB)";
+    return nullptr;
+  }
+  f.seekg(0);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (!f.read(&text[0], size)) {
+    *error = path + ": read error";
+    return nullptr;
+  }
+  return parse_acl_rules(text, path, error);
+}
+
+} // namespace gpp
