@@ -238,7 +238,8 @@ static const struct Column
   {"payload_length", [](const GppResult & r) {
       return has_ports (r) ? Field::number (r.payload_length) : Field (); }},
   {"acl_rule", [](const GppResult & r) {
-      return r.acl_rule >= 0 ? Field::number ((guint64) r.acl_rule) : Field (); }},
+      return r.acl_action != GPP_ACL_NONE && r.acl_rule >= 0 ?
+          Field::number ((guint64) r.acl_rule) : Field (); }},
   {"acl_action", [](const GppResult & r) {
       return r.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
           : r.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},

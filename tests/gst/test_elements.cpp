@@ -40,7 +40,7 @@ using test::Endpoint;
 static const char *const kCsvHeader =
     "packet,ethertype,vlan,ip_version,src,dst,l4_proto,sport,dport,frag_offset,"
     "more_fragments,ipv4_checksum,l4_checksum,rss,status,timestamp,caplen,wirelen,ttl,"
-    "tcp_flags,icmp_type,icmp_code,payload_length";
+    "tcp_flags,icmp_type,icmp_code,payload_length,acl_rule,acl_action";
 
 /* ------------------------------------------------------------------------ */
 /* Shared helpers                                                            */
@@ -1457,6 +1457,8 @@ sample_records ()
   r[0].tcp_flags = 0x18;
   r[0].ttl = 64;
   r[0].payload_length = 12;
+  r[0].acl_rule = 5;
+  r[0].acl_action = GPP_ACL_DROP;
   memcpy (r[0].src, test::ip_from_text ("66.9.149.187").data (), 4);
   memcpy (r[0].dst, test::ip_from_text ("161.142.100.80").data (), 4);
   /* ARP: no IP at all. */
@@ -1465,6 +1467,8 @@ sample_records ()
   r[1].caplen = 42;
   r[1].wirelen = 60;
   r[1].ethertype = 0x0806;
+  r[1].acl_rule = -1;           /* non-IP: no rule, the default action */
+  r[1].acl_action = GPP_ACL_ALLOW;
   /* A later IPv6 fragment of an ICMPv6 packet, cut short, two status flags. */
   r[2].packet_number = 9;
   r[2].timestamp_ns = 2 * GST_SECOND + 5;
@@ -1489,10 +1493,10 @@ sample_records ()
 
 static const char *const kSampleCsv[] = {
   "7,0x0800,100;4094,4,66.9.149.187,161.142.100.80,6,2794,1766,0,0,good,bad,0x51ccc178,ok,"
-      "1300475167.096535000,74,74,64,0x18,,,12",
-  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,",
+      "1300475167.096535000,74,74,64,0x18,,,12,5,drop",
+  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,,,allow",
   "9,0x86dd,,6,2001:db8::1,ff02::1,58,,,1448,1,,unverified,0xdeadbeef,"
-      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,",
+      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,,,",
 };
 
 static GstBuffer *
@@ -1608,8 +1612,11 @@ GST_START_TEST (test_enc_jsonl)
   fail_unless (no_vlan && no_vlan->type == J::ARRAY && no_vlan->items.empty ());
   for (const char *key : { "ip_version", "src", "dst", "l4_proto", "sport", "dport",
           "frag_offset", "more_fragments", "ipv4_checksum", "l4_checksum", "ttl",
-          "tcp_flags", "icmp_type", "icmp_code", "payload_length" })
+          "tcp_flags", "icmp_type", "icmp_code", "payload_length", "acl_rule" })
     assert_json_field (arp, key, J::NUL);
+  assert_json_field (arp, "acl_action", J::STRING, "allow");
+  assert_json_field (tcp, "acl_rule", J::NUMBER, "5");
+  assert_json_field (tcp, "acl_action", J::STRING, "drop");
   assert_json_field (arp, "caplen", J::NUMBER, "42");
   assert_json_field (arp, "wirelen", J::NUMBER, "60");
 
