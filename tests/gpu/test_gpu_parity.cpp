@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "acl_rules.h"
 #include "batch_builder.h"
 #include "cpu_engine.h"
 #include "packet_kernels.h"
@@ -120,7 +121,9 @@ gpp::CoreConfig make_config(bool verify, bool symmetric) {
 }
 
 // Runs one capture through CPU and GPU at `batch_size`; returns mismatches.
-size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &cfg) {
+// `gpu_cfg` is `cfg` with any ACL blob pointer swapped for its device copy.
+size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &cfg,
+               const gpp::CoreConfig &gpu_cfg) {
   size_t mismatches = 0;
   gpp::BatchBuilder builder;
   for (size_t first = 0; first < cap.packets.size(); first += batch_size) {
@@ -137,14 +140,14 @@ size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &c
     DeviceBuffer<uint8_t> d_batch(batch.size());
     DeviceBuffer<GppResult> d_results(n);
     CUDA_CHECK(cudaMemcpy(d_batch.ptr, batch.data(), batch.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, cfg, d_results.ptr, nullptr));
+    CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, gpu_cfg, d_results.ptr, nullptr));
     CUDA_CHECK(cudaMemcpy(gpu.data(), d_results.ptr, n * sizeof(GppResult), cudaMemcpyDeviceToHost));
     for (uint32_t i = 0; i < n; ++i) {
       if (std::memcmp(&cpu[i], &gpu[i], sizeof(GppResult)) != 0) {
         if (++mismatches <= 5)
-          std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, verify %d, symmetric %d)\n",
-                       cap.name.c_str(), first + i + 1, batch_size, cfg.verify_l4_checksum,
-                       cfg.symmetric_rss);
+          std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, verify %d, symmetric %d, "
+                       "acl %d)\n", cap.name.c_str(), first + i + 1, batch_size,
+                       cfg.verify_l4_checksum, cfg.symmetric_rss, cfg.acl != nullptr);
       }
     }
   }
@@ -167,7 +170,18 @@ int main(int argc, char **argv) {
   const bool quick = argc == 3;
   const std::vector<uint32_t> batch_sizes =
       quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
-  const std::vector<int> variants = quick ? std::vector<int>{0, 3} : std::vector<int>{0, 1, 2, 3};
+  // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules).
+  const std::vector<int> variants =
+      quick ? std::vector<int>{0, 7} : std::vector<int>{0, 1, 2, 3, 4, 7};
+  std::string acl_error;
+  const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
+  auto acl = gpp::load_acl_rules(acl_path, &acl_error);
+  if (!acl) {
+    std::fprintf(stderr, "%s\n", acl_error.c_str());
+    return 1;
+  }
+  DeviceBuffer<uint8_t> d_acl(acl->blob.size());
+  CUDA_CHECK(cudaMemcpy(d_acl.ptr, acl->blob.data(), acl->blob.size(), cudaMemcpyHostToDevice));
   std::vector<Capture> captures;
   if (DIR *dir = opendir(argv[1])) {
     while (dirent *e = readdir(dir)) {
@@ -201,7 +215,14 @@ int main(int argc, char **argv) {
     packets += cap.packets.size();
     for (uint32_t batch_size : batch_sizes) {
       for (int variant : variants) {
-        mismatches += compare(cap, batch_size, make_config(variant & 1, variant & 2));
+        gpp::CoreConfig cfg = make_config(variant & 1, variant & 2);
+        gpp::CoreConfig gpu_cfg = cfg;
+        if (variant & 4) {
+          cfg.acl = acl->blob.data();
+          gpu_cfg.acl = d_acl.ptr;
+          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_DROP;
+        }
+        mismatches += compare(cap, batch_size, cfg, gpu_cfg);
         ++runs;
       }
     }
