@@ -8,6 +8,7 @@
 
 #include "gstgpupacketproc.h"
 #include "gstpacketresultenc.h"
+#include "gstpcapsink.h"
 #include "gstpcapsrc.h"
 
 static gboolean
@@ -18,6 +19,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (pcapsrc, plugin);
   ok |= GST_ELEMENT_REGISTER (gpupacketproc, plugin);
   ok |= GST_ELEMENT_REGISTER (packetresultenc, plugin);
+  ok |= GST_ELEMENT_REGISTER (pcapsink, plugin);
   return ok;
 }
 
