@@ -61,39 +61,62 @@ bool check(cudaError_t e, const char *what, std::string *error) {
   return false;
 }
 
-// ---- the ACL rule set on the device ---------------------------------------
+// ---- rule and pattern sets on the device ----------------------------------
 
-// Keeps the device copy of the current ACL blob: uploaded once per rule set
-// (blobs carry a generation number), not per batch.
-class DeviceAcl {
+// Keeps the device copy of one kind of classification blob (ACL rules, DPI
+// automata): uploaded once per set (blobs carry a generation number), not
+// per batch.
+class DeviceBlob {
 public:
-  // Points cfg.acl at the device copy, uploading a new rule set first; the
-  // old copy goes only after `quiesce` saw every batch that may use it finish.
+  // Points `ptr` at the device copy, uploading a new set first; the old copy
+  // goes only after `quiesce` saw every batch that may use it finish.
   template <typename Quiesce>
-  bool translate(CoreConfig &cfg, Quiesce &&quiesce, std::string *error) {
-    if (!cfg.acl) return true;
-    const auto *header = reinterpret_cast<const AclBlobHeader *>(cfg.acl);
-    if (header->generation != generation_) {
+  bool translate(const uint8_t *&ptr, uint64_t generation, uint32_t size, const char *what,
+                 Quiesce &&quiesce, std::string *error) {
+    if (!ptr) return true;
+    if (generation != generation_) {
       if (blob_.size() && !quiesce(error)) return false;
       try {
         blob_ = DeviceMemory();
-        blob_ = DeviceMemory(header->total_size);
-        GPP_CUDA_TRY(cudaMemcpy(blob_.get(), cfg.acl, header->total_size, cudaMemcpyHostToDevice));
+        blob_ = DeviceMemory(size);
+        GPP_CUDA_TRY(cudaMemcpy(blob_.get(), ptr, size, cudaMemcpyHostToDevice));
       } catch (const CudaError &e) {
-        *error = std::string("uploading the ACL rule set: ") + e.what();
+        *error = std::string("uploading the ") + what + ": " + e.what();
         blob_ = DeviceMemory();
         generation_ = 0;
         return false;
       }
-      generation_ = header->generation;
+      generation_ = generation;
     }
-    cfg.acl = blob_.get<uint8_t>();
+    ptr = blob_.get<uint8_t>();
     return true;
   }
 
 private:
   DeviceMemory blob_;
   uint64_t generation_ = 0;
+};
+
+// The ACL and DPI sets of a config, on the device.
+class DeviceSets {
+public:
+  template <typename Quiesce>
+  bool translate(CoreConfig &cfg, Quiesce &&quiesce, std::string *error) {
+    if (cfg.acl) {
+      const auto *h = reinterpret_cast<const AclBlobHeader *>(cfg.acl);
+      if (!acl_.translate(cfg.acl, h->generation, h->total_size, "ACL rule set", quiesce, error))
+        return false;
+    }
+    if (cfg.dpi) {
+      const auto *h = reinterpret_cast<const DpiBlobHeader *>(cfg.dpi);
+      if (!dpi_.translate(cfg.dpi, h->generation, h->total_size, "DPI patterns", quiesce, error))
+        return false;
+    }
+    return true;
+  }
+
+private:
+  DeviceBlob acl_, dpi_;
 };
 
 // ---- streams, zerocopy and graph: one CUDA stream per slot ---------------
@@ -131,7 +154,7 @@ public:
     // current device is per thread.
     if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     CoreConfig device_cfg = cfg;
-    if (!acl_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
+    if (!sets_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
       return false;
     StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
@@ -233,7 +256,7 @@ private:
   Mode mode_;
   WaitStrategy wait_;
   int device_;
-  DeviceAcl acl_;
+  DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
   AtomicCounters counters_;
@@ -303,7 +326,7 @@ public:
       return false;
     }
     CoreConfig device_cfg = cfg;
-    if (!acl_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
+    if (!sets_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
       return false;
     const uint64_t ticket = head_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
@@ -370,7 +393,7 @@ private:
   }
 
   WaitStrategy wait_;
-  DeviceAcl acl_;
+  DeviceSets sets_;
   unsigned blocks_ = 0;
   unsigned slots_ = 0;
   Stream stream_;

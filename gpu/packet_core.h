@@ -10,6 +10,7 @@
 #include <gpupacket/packet-result.h>
 
 #include "acl.h"
+#include "dpi.h"
 
 #if defined(__CUDACC__)
 #define GPP_HOST_DEVICE __host__ __device__
@@ -29,6 +30,7 @@ struct CoreConfig {
   uint8_t verify_l4_checksum; // TCP/UDP/ICMP/ICMPv6 checksum verification
   uint8_t acl_default_action; // GPP_ACL_* for packets no rule matches
   const uint8_t *acl;         // ACL blob (acl.h) in memory the executor reads, or nullptr
+  const uint8_t *dpi;         // DPI blob (dpi.h) likewise, or nullptr
 };
 
 // The key of the Intel 82599 / Microsoft RSS verification suite, used by most
@@ -656,6 +658,10 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
   detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r);
   r.rss_hash = detail::rss_hash(cfg, r);
   if (cfg.acl) acl_apply(cfg.acl, cfg.acl_default_action, r);
+  if (cfg.dpi) {
+    r.dpi_scanned = 1;
+    if (r.payload_length > 0) dpi_scan(cfg.dpi, bytes + r.payload_offset, r.payload_length, r);
+  }
 }
 
 } // namespace gpp

@@ -53,6 +53,7 @@
 
 #include "acl_rules.h"
 #include "cpu_engine.h"
+#include "dpi_patterns.h"
 #include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
@@ -77,6 +78,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_PERSISTENT_BLOCKS 1
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
 #define DEFAULT_ACL_RULES NULL
+#define DEFAULT_DPI_PATTERNS NULL
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
 
 constexpr int kModeCount = 5;
@@ -100,6 +102,7 @@ enum
   PROP_WAIT_STRATEGY,
   PROP_ACL_RULES,
   PROP_DEFAULT_ACTION,
+  PROP_DPI_PATTERNS,
   PROP_STATS,
 };
 
@@ -116,7 +119,8 @@ struct PendingItem
   guint64 bytes = 0;
   std::chrono::steady_clock::time_point entry;
   gpp::Mode mode = gpp::Mode::Cpu;
-  std::shared_ptr<const gpp::AclRuleSet> acl;  /* the rule set the batch runs with */
+  std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
+  std::shared_ptr<const gpp::DpiPatternSet> dpi;
 };
 
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
@@ -202,6 +206,9 @@ struct _GstGpuPacketProc
   gchar *acl_error;             /* why acl_path was refused, or NULL */
   std::shared_ptr<const gpp::AclRuleSet> *acl;  /* current rule set (may hold nullptr) */
   GstGpuPacketProcAction default_action;
+  gchar *dpi_path;
+  gchar *dpi_error;
+  std::shared_ptr<const gpp::DpiPatternSet> *dpi;
 
   gint linktype;                /* from the sink caps; streaming thread */
   GppProcState *state;
@@ -720,12 +727,14 @@ gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
 /* Hands a validated batch to the GPU engine and queues it for the task. */
 static GstFlowReturn
 gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstMapInfo & in,
-    const gpp::CoreConfig & config, std::shared_ptr<const gpp::AclRuleSet> acl, gpp::Mode mode,
+    const gpp::CoreConfig & config, std::shared_ptr<const gpp::AclRuleSet> acl,
+    std::shared_ptr<const gpp::DpiPatternSet> dpi, gpp::Mode mode,
     std::chrono::steady_clock::time_point entry)
 {
   GppProcState *st = self->state;
   PendingItem item;
   item.acl = std::move (acl);
+  item.dpi = std::move (dpi);
   item.batch = batch;
   item.mode = mode;
   item.entry = entry;
@@ -858,8 +867,10 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
   GST_OBJECT_LOCK (self);
   gpp::CoreConfig config = self->config;
   std::shared_ptr<const gpp::AclRuleSet> acl = *self->acl;
+  std::shared_ptr<const gpp::DpiPatternSet> dpi = *self->dpi;
   config.acl = acl ? acl->blob.data () : nullptr;
   config.acl_default_action = acl ? (uint8_t) self->default_action : (uint8_t) GPP_ACL_NONE;
+  config.dpi = dpi ? dpi->blob.data () : nullptr;
   const guint threads_setting = self->cpu_threads;
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::GpuSettings settings = gpu_settings_locked (self);
@@ -894,7 +905,8 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
     gst_buffer_unref (batch);
     return ret;
   }
-  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, std::move (acl), mode, entry);
+  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, std::move (acl),
+      std::move (dpi), mode, entry);
 }
 
 /* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
@@ -953,16 +965,21 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
     GST_OBJECT_LOCK (self);
     gchar *key_error = g_strdup (self->rss_key_error);
     gchar *acl_error = g_strdup (self->acl_error);
+    gchar *dpi_error = g_strdup (self->dpi_error);
     const guint threads_setting = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
-    if (key_error || acl_error) {
+    if (key_error || acl_error || dpi_error) {
       if (key_error)
         GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid %s.", key_error), (NULL));
-      else
+      else if (acl_error)
         GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid ACL rules: %s", acl_error),
+            (NULL));
+      else
+        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid DPI patterns: %s", dpi_error),
             (NULL));
       g_free (key_error);
       g_free (acl_error);
+      g_free (dpi_error);
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
@@ -1079,30 +1096,33 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   return stats;
 }
 
-/* Loads a rule file in the caller's thread, never the streaming one, and
- * swaps it in: each batch runs wholly with the old or wholly with the new
- * set.  A bad file while playing keeps the old set (warning); before start
- * it makes READY→PAUSED fail (error). */
+/* Loads a rule or pattern file in the caller's thread, never the streaming
+ * one, and swaps it in: each batch runs wholly with the old or wholly with
+ * the new set.  A bad file while playing keeps the old set (warning); before
+ * start it makes READY→PAUSED fail (error). */
+template <typename Set, typename Load>
 static void
-gst_gpu_packet_proc_set_acl_rules (GstGpuPacketProc * self, const gchar * path)
+gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load load,
+    const char *what, gchar ** stored_path, gchar ** stored_error,
+    std::shared_ptr<const Set> *current)
 {
-  std::shared_ptr<const gpp::AclRuleSet> set;
+  std::shared_ptr<const Set> set;
   std::string error;
   if (path && *path)
-    set = gpp::load_acl_rules (path, &error);
+    set = load (path, &error);
 
   GST_OBJECT_LOCK (self);
   if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
     GST_OBJECT_UNLOCK (self);
-    GST_ELEMENT_WARNING (self, RESOURCE, READ, ("Ignoring ACL rules from \"%s\"; keeping "
-            "the current rules.", path), ("%s", error.c_str ()));
+    GST_ELEMENT_WARNING (self, RESOURCE, READ, ("Ignoring %s from \"%s\"; keeping the "
+            "current ones.", what, path), ("%s", error.c_str ()));
     return;
   }
-  g_free (self->acl_path);
-  self->acl_path = g_strdup (path);
-  g_free (self->acl_error);
-  self->acl_error = error.empty () ? NULL : g_strdup (error.c_str ());
-  *self->acl = std::move (set);
+  g_free (*stored_path);
+  *stored_path = g_strdup (path);
+  g_free (*stored_error);
+  *stored_error = error.empty () ? NULL : g_strdup (error.c_str ());
+  *current = std::move (set);
   GST_OBJECT_UNLOCK (self);
   if (!error.empty ())
     GST_WARNING_OBJECT (self, "%s", error.c_str ());
@@ -1115,7 +1135,13 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (object);
 
   if (prop_id == PROP_ACL_RULES) {
-    gst_gpu_packet_proc_set_acl_rules (self, g_value_get_string (value));
+    gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_acl_rules,
+        "ACL rules", &self->acl_path, &self->acl_error, self->acl);
+    return;
+  }
+  if (prop_id == PROP_DPI_PATTERNS) {
+    gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_dpi_patterns,
+        "DPI patterns", &self->dpi_path, &self->dpi_error, self->dpi);
     return;
   }
   GST_OBJECT_LOCK (self);
@@ -1231,6 +1257,9 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
     case PROP_DEFAULT_ACTION:
       g_value_set_enum (value, self->default_action);
       break;
+    case PROP_DPI_PATTERNS:
+      g_value_set_string (value, self->dpi_path);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1250,6 +1279,9 @@ gst_gpu_packet_proc_finalize (GObject * object)
   g_free (self->acl_path);
   g_free (self->acl_error);
   delete self->acl;
+  g_free (self->dpi_path);
+  g_free (self->dpi_error);
+  delete self->dpi;
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1334,6 +1366,12 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       g_param_spec_enum ("default-action", "Default action",
           "ACL action of packets no rule matches (non-IP packets included)",
           GST_TYPE_GPU_PACKET_PROC_ACTION, DEFAULT_DEFAULT_ACTION, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DPI_PATTERNS,
+      g_param_spec_string ("dpi-patterns", "DPI patterns",
+          "Pattern file (one literal per line, |41 42| hex escapes) or Snort/Suricata "
+          "rule file (its content strings); each packet gets the smallest id of a "
+          "pattern in its TCP/UDP payload and the number of occurrences. Swapped like "
+          "acl-rules while playing", DEFAULT_DPI_PATTERNS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: active-mode; batches, packets, bytes "
@@ -1397,6 +1435,9 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->acl_error = NULL;
   self->acl = new std::shared_ptr<const gpp::AclRuleSet> ();
   self->default_action = DEFAULT_DEFAULT_ACTION;
+  self->dpi_path = g_strdup (DEFAULT_DPI_PATTERNS);
+  self->dpi_error = NULL;
+  self->dpi = new std::shared_ptr<const gpp::DpiPatternSet> ();
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();

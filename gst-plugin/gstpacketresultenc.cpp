@@ -243,6 +243,11 @@ static const struct Column
   {"acl_action", [](const GppResult & r) {
       return r.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
           : r.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},
+  {"dpi_pattern", [](const GppResult & r) {
+      return r.dpi_scanned && r.dpi_pattern >= 0 ?
+          Field::number ((guint64) r.dpi_pattern) : Field (); }},
+  {"dpi_hits", [](const GppResult & r) {
+      return r.dpi_scanned ? Field::number (r.dpi_hits) : Field (); }},
 };
 
 static void

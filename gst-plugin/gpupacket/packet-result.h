@@ -89,8 +89,9 @@ typedef struct GppResult {
   uint8_t src[16];          /* outer IP addresses; IPv4 uses the first 4 bytes */
   uint8_t dst[16];
   int32_t acl_rule;         /* ACL stage: first matching rule index, -1 = none */
-  uint8_t acl_action;       /* GPP_ACL_* */
-  uint8_t reserved0[3];
+  uint8_t acl_action;       /* GPP_ACL_* (GPP_ACL_NONE: no ACL ran) */
+  uint8_t dpi_scanned;      /* 1 when the DPI stage ran (dpi_pattern/dpi_hits mean something) */
+  uint8_t reserved0[2];
   int32_t dpi_pattern;      /* DPI stage: smallest matching pattern id, -1 = none */
   uint32_t dpi_hits;        /* DPI stage: occurrences of all patterns */
   uint32_t payload_offset;  /* first byte of the L4 payload; 0 if none */

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "acl_rules.h"
+#include "dpi_patterns.h"
 #include "batch_builder.h"
 #include "cpu_engine.h"
 #include "packet_kernels.h"
@@ -146,8 +147,9 @@ size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &c
       if (std::memcmp(&cpu[i], &gpu[i], sizeof(GppResult)) != 0) {
         if (++mismatches <= 5)
           std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, verify %d, symmetric %d, "
-                       "acl %d)\n", cap.name.c_str(), first + i + 1, batch_size,
-                       cfg.verify_l4_checksum, cfg.symmetric_rss, cfg.acl != nullptr);
+                       "acl %d, dpi %d)\n", cap.name.c_str(), first + i + 1, batch_size,
+                       cfg.verify_l4_checksum, cfg.symmetric_rss, cfg.acl != nullptr,
+                       cfg.dpi != nullptr);
       }
     }
   }
@@ -170,9 +172,10 @@ int main(int argc, char **argv) {
   const bool quick = argc == 3;
   const std::vector<uint32_t> batch_sizes =
       quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
-  // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules).
+  // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules),
+  // 8 DPI (ET Open scan rules).
   const std::vector<int> variants =
-      quick ? std::vector<int>{0, 7} : std::vector<int>{0, 1, 2, 3, 4, 7};
+      quick ? std::vector<int>{0, 15} : std::vector<int>{0, 1, 2, 3, 4, 8, 15};
   std::string acl_error;
   const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
   auto acl = gpp::load_acl_rules(acl_path, &acl_error);
@@ -182,6 +185,15 @@ int main(int argc, char **argv) {
   }
   DeviceBuffer<uint8_t> d_acl(acl->blob.size());
   CUDA_CHECK(cudaMemcpy(d_acl.ptr, acl->blob.data(), acl->blob.size(), cudaMemcpyHostToDevice));
+  std::string dpi_error;
+  auto dpi = gpp::load_dpi_patterns(std::string(argv[1]) + "/../dpi/et_open_emerging-scan.rules",
+                                    &dpi_error);
+  if (!dpi) {
+    std::fprintf(stderr, "%s\n", dpi_error.c_str());
+    return 1;
+  }
+  DeviceBuffer<uint8_t> d_dpi(dpi->blob.size());
+  CUDA_CHECK(cudaMemcpy(d_dpi.ptr, dpi->blob.data(), dpi->blob.size(), cudaMemcpyHostToDevice));
   std::vector<Capture> captures;
   if (DIR *dir = opendir(argv[1])) {
     while (dirent *e = readdir(dir)) {
@@ -221,6 +233,10 @@ int main(int argc, char **argv) {
           cfg.acl = acl->blob.data();
           gpu_cfg.acl = d_acl.ptr;
           cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_DROP;
+        }
+        if (variant & 8) {
+          cfg.dpi = dpi->blob.data();
+          gpu_cfg.dpi = d_dpi.ptr;
         }
         mismatches += compare(cap, batch_size, cfg, gpu_cfg);
         ++runs;

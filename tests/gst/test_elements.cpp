@@ -40,7 +40,7 @@ using test::Endpoint;
 static const char *const kCsvHeader =
     "packet,ethertype,vlan,ip_version,src,dst,l4_proto,sport,dport,frag_offset,"
     "more_fragments,ipv4_checksum,l4_checksum,rss,status,timestamp,caplen,wirelen,ttl,"
-    "tcp_flags,icmp_type,icmp_code,payload_length,acl_rule,acl_action";
+    "tcp_flags,icmp_type,icmp_code,payload_length,acl_rule,acl_action,dpi_pattern,dpi_hits";
 
 /* ------------------------------------------------------------------------ */
 /* Shared helpers                                                            */
@@ -1493,10 +1493,10 @@ sample_records ()
 
 static const char *const kSampleCsv[] = {
   "7,0x0800,100;4094,4,66.9.149.187,161.142.100.80,6,2794,1766,0,0,good,bad,0x51ccc178,ok,"
-      "1300475167.096535000,74,74,64,0x18,,,12,5,drop",
-  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,,,allow",
+      "1300475167.096535000,74,74,64,0x18,,,12,5,drop,,",
+  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,,,allow,,",
   "9,0x86dd,,6,2001:db8::1,ff02::1,58,,,1448,1,,unverified,0xdeadbeef,"
-      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,,,",
+      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,,,,,",
 };
 
 static GstBuffer *

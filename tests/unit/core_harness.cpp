@@ -46,8 +46,8 @@ std::string record_violations(const GppResult &r, uint32_t caplen, uint32_t wire
     why << "unknown status bits 0x" << std::hex << r.status;
   else if (r.acl_rule != -1 || r.dpi_pattern != -1 || r.acl_action != 0 || r.dpi_hits != 0)
     why << "ACL/DPI fields not at their 'no result' values";
-  else if (r.reserved0[0] || r.reserved0[1] || r.reserved0[2] || r.reserved1)
-    why << "reserved fields not zero";
+  else if (r.dpi_scanned || r.reserved0[0] || r.reserved0[1] || r.reserved1)
+    why << "reserved fields (or dpi_scanned without DPI) not zero";
   else if (r.vlan_count > GPP_MAX_VLANS)
     why << "vlan_count " << int(r.vlan_count);
   else if (r.ip_version != 0 && r.ip_version != 4 && r.ip_version != 6)

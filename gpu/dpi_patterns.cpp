@@ -1,0 +1,336 @@
+#include "dpi_patterns.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+
+namespace gpp {
+namespace {
+
+std::atomic<uint64_t> next_generation{1};
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// Decodes `|41 42|` hex runs (and, in rule contents, backslash escapes).
+bool decode(const std::string &in, bool backslash_escapes, std::string *out, std::string *why) {
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
+    if (backslash_escapes && c == '\\') {
+      if (i + 1 == in.size()) {
+        *why = "a backslash ends the content";
+        return false;
+      }
+      out->push_back(in[++i]);
+    } else if (c == '|') {
+      const size_t end = in.find('|', i + 1);
+      if (end == std::string::npos) {
+        *why = "unterminated |hex| run";
+        return false;
+      }
+      std::string digits;
+      for (size_t j = i + 1; j < end; ++j)
+        if (!std::isspace(static_cast<unsigned char>(in[j]))) digits.push_back(in[j]);
+      if (digits.size() % 2 != 0) {
+        *why = "odd number of hex digits in |" + in.substr(i + 1, end - i - 1) + "|";
+        return false;
+      }
+      for (size_t j = 0; j < digits.size(); j += 2) {
+        const int hi = hex_value(digits[j]), lo = hex_value(digits[j + 1]);
+        if (hi < 0 || lo < 0) {
+          *why = "bad hex digits in |" + in.substr(i + 1, end - i - 1) + "|";
+          return false;
+        }
+        out->push_back(static_cast<char>(hi * 16 + lo));
+      }
+      i = end;
+    } else {
+      out->push_back(c);
+    }
+  }
+  return true;
+}
+
+bool is_rule(const std::string &line) {
+  for (const char *action : {"alert ", "drop ", "pass ", "reject ", "log "})
+    if (line.compare(0, std::strlen(action), action) == 0) return true;
+  return false;
+}
+
+std::string trim(const std::string &s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
+}
+
+// The content strings of one rule, in order, with their nocase flags.
+bool parse_rule_contents(const std::string &line, std::vector<DpiPattern> *out, std::string *why) {
+  const size_t open = line.find('(');
+  if (open == std::string::npos) {
+    *why = "a rule without an option list";
+    return false;
+  }
+  // Split the options at ';' outside quotes; backslash escapes stay in place.
+  std::vector<std::string> options;
+  std::string current;
+  bool quoted = false;
+  for (size_t i = open + 1; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '\\' && i + 1 < line.size()) {
+      current.push_back(c);
+      current.push_back(line[++i]);
+    } else if (c == '"') {
+      quoted = !quoted;
+      current.push_back(c);
+    } else if (c == ';' && !quoted) {
+      options.push_back(trim(current));
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  if (quoted) {
+    *why = "unterminated quoted string";
+    return false;
+  }
+  bool last_is_content = false;
+  for (const std::string &opt : options) {
+    if (opt.compare(0, 8, "content:") == 0) {
+      std::string value = trim(opt.substr(8));
+      const bool negated = !value.empty() && value[0] == '!';
+      if (negated) value = trim(value.substr(1));
+      if (value.size() < 2 || value.front() != '"' || value.back() != '"') {
+        *why = "content is not a quoted string: " + opt;
+        return false;
+      }
+      DpiPattern p;
+      if (!decode(value.substr(1, value.size() - 2), true, &p.bytes, why)) return false;
+      if (p.bytes.empty()) {
+        *why = "empty content";
+        return false;
+      }
+      last_is_content = !negated;
+      if (!negated) out->push_back(p);
+    } else if (opt == "nocase") {
+      if (last_is_content) out->back().nocase = true;
+    }
+  }
+  return true;
+}
+
+// One automaton over the patterns of one kind; returns the state count.
+struct Automaton {
+  std::vector<std::array<uint32_t, 256>> next;
+  std::vector<uint32_t> count;
+  std::vector<int32_t> min_id;
+};
+
+bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Automaton *am,
+                     std::string *why) {
+  constexpr uint32_t kNone = 0xffffffffu;
+  std::vector<std::array<uint32_t, 256>> go(1);
+  go[0].fill(kNone);
+  std::vector<uint32_t> count(1, 0);
+  std::vector<int32_t> min_id(1, -1);
+  bool any = false;
+  for (size_t id = 0; id < patterns.size(); ++id) {
+    if (patterns[id].nocase != nocase) continue;
+    any = true;
+    uint32_t s = 0;
+    for (unsigned char c : patterns[id].bytes) {
+      if (nocase) c = static_cast<unsigned char>(std::tolower(c));
+      if (go[s][c] == kNone) {
+        if (go.size() == kMaxDpiStates) {
+          *why = "the patterns need more than " + std::to_string(kMaxDpiStates) +
+                 " automaton states";
+          return false;
+        }
+        go[s][c] = static_cast<uint32_t>(go.size());
+        go.emplace_back();
+        go.back().fill(kNone);
+        count.push_back(0);
+        min_id.push_back(-1);
+      }
+      s = go[s][c];
+    }
+    count[s]++;
+    if (min_id[s] < 0 || static_cast<int32_t>(id) < min_id[s]) min_id[s] = static_cast<int32_t>(id);
+  }
+  if (!any) return true; // leave am empty: no automaton of this kind
+  // Breadth-first: failure links, then the full transition table.
+  std::vector<uint32_t> fail(go.size(), 0);
+  std::deque<uint32_t> queue;
+  for (int c = 0; c < 256; ++c) {
+    if (go[0][c] == kNone) {
+      go[0][c] = 0;
+    } else {
+      fail[go[0][c]] = 0;
+      queue.push_back(go[0][c]);
+    }
+  }
+  while (!queue.empty()) {
+    const uint32_t s = queue.front();
+    queue.pop_front();
+    const uint32_t f = fail[s];
+    count[s] += count[f];
+    if (min_id[f] >= 0 && (min_id[s] < 0 || min_id[f] < min_id[s])) min_id[s] = min_id[f];
+    for (int c = 0; c < 256; ++c) {
+      const uint32_t t = go[s][c];
+      if (t == kNone) {
+        go[s][c] = go[f][c];
+      } else {
+        fail[t] = go[f][c];
+        queue.push_back(t);
+      }
+    }
+  }
+  am->next = std::move(go);
+  am->count = std::move(count);
+  am->min_id = std::move(min_id);
+  return true;
+}
+
+size_t align16(size_t n) { return (n + 15) / 16 * 16; }
+
+bool build_blob(DpiPatternSet &set, std::string *why) {
+  Automaton am[kDpiAutomata];
+  for (int a = 0; a < kDpiAutomata; ++a)
+    if (!build_automaton(set.patterns, a == 1, &am[a], why)) return false;
+  DpiBlobHeader h{};
+  h.magic = kDpiBlobMagic;
+  h.pattern_count = static_cast<uint32_t>(set.patterns.size());
+  h.generation = next_generation++;
+  size_t offset = align16(sizeof h);
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    const size_t states = am[a].next.size();
+    h.automata[a].states = static_cast<uint32_t>(states);
+    h.automata[a].next_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * 256 * sizeof(uint32_t));
+    h.automata[a].out_count_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(uint32_t));
+    h.automata[a].out_min_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(int32_t));
+  }
+  if (offset > 0xffffffffu) {
+    *why = "the automata exceed 4 GiB";
+    return false;
+  }
+  h.total_size = static_cast<uint32_t>(offset);
+  set.blob.assign(offset, 0);
+  std::memcpy(set.blob.data(), &h, sizeof h);
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    const size_t states = am[a].next.size();
+    if (!states) continue;
+    std::memcpy(set.blob.data() + h.automata[a].next_offset, am[a].next.data(),
+                states * 256 * sizeof(uint32_t));
+    std::memcpy(set.blob.data() + h.automata[a].out_count_offset, am[a].count.data(),
+                states * sizeof(uint32_t));
+    std::memcpy(set.blob.data() + h.automata[a].out_min_offset, am[a].min_id.data(),
+                states * sizeof(int32_t));
+  }
+  return true;
+}
+
+} // namespace
+
+void DpiPatternSet::naive_scan(const uint8_t *payload, uint32_t len, int32_t *pattern,
+                               uint32_t *hits) const {
+  *pattern = -1;
+  *hits = 0;
+  for (size_t id = 0; id < patterns.size(); ++id) {
+    const DpiPattern &p = patterns[id];
+    if (p.bytes.size() > len) continue;
+    for (size_t at = 0; at + p.bytes.size() <= len; ++at) {
+      bool match = true;
+      for (size_t k = 0; k < p.bytes.size() && match; ++k) {
+        unsigned char a = payload[at + k], b = static_cast<unsigned char>(p.bytes[k]);
+        if (p.nocase) {
+          a = static_cast<unsigned char>(std::tolower(a));
+          b = static_cast<unsigned char>(std::tolower(b));
+        }
+        match = a == b;
+      }
+      if (match) {
+        ++*hits;
+        if (*pattern < 0) *pattern = static_cast<int32_t>(id);
+      }
+    }
+  }
+}
+
+std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
+                                                        const std::string &name,
+                                                        std::string *error) {
+  auto set = std::make_shared<DpiPatternSet>();
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    std::string why;
+    if (is_rule(t)) {
+      if (!parse_rule_contents(t, &set->patterns, &why)) {
+        *error = name + ":" + std::to_string(number) + ": " + why;
+        return nullptr;
+      }
+    } else {
+      DpiPattern p;
+      if (!decode(line, false, &p.bytes, &why)) {
+        *error = name + ":" + std::to_string(number) + ": " + why;
+        return nullptr;
+      }
+      set->patterns.push_back(p);
+    }
+    if (set->patterns.size() > kMaxDpiPatterns) {
+      *error = name + ":" + std::to_string(number) + ": more than " +
+               std::to_string(kMaxDpiPatterns) + " patterns";
+      return nullptr;
+    }
+  }
+  std::string why;
+  if (!build_blob(*set, &why)) {
+    *error = name + ": " + why;
+    return nullptr;
+  }
+  return set;
+}
+
+std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return nullptr;
+  }
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  if (size < 0) {
+    *error = path + ": not a readable regular file";
+    return nullptr;
+  }
+  if (size > (64 << 20)) {
+    *error = path + ": " + std::to_string(size) + " bytes is too large for a pattern file (limit 64 MiB)";
+    return nullptr;
+  }
+  f.seekg(0);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (!f.read(&text[0], size)) {
+    *error = path + ": read error";
+    return nullptr;
+  }
+  return parse_dpi_patterns(text, path, error);
+}
+
+} // namespace gpp

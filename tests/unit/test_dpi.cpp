@@ -1,0 +1,198 @@
+// DPI stage: pattern and rule file parsing, and the Aho-Corasick automata
+// against a naive matcher on every capture and on crafted payloads.
+#include <gtest/gtest.h>
+#include <pcap/pcap.h>
+
+#include <dirent.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dpi_patterns.h"
+#include "packet_core.h"
+
+namespace {
+
+std::string data_dir() {
+  for (const std::string &arg : testing::internal::GetArgvs())
+    if (arg.rfind("--shared-data-dir=", 0) == 0) return arg.substr(18);
+  const char *env = std::getenv("GPP_SHARED_DATA_DIR");
+  return env ? env : "../shared/data";
+}
+
+std::shared_ptr<const gpp::DpiPatternSet> parse(const std::string &text, std::string *error) {
+  return gpp::parse_dpi_patterns(text, "test.patterns", error);
+}
+
+// Runs the automata the way process_packet does, over raw bytes.
+void scan(const gpp::DpiPatternSet &set, const std::string &payload, int32_t *id, uint32_t *hits) {
+  GppResult r{};
+  r.dpi_pattern = -1;
+  gpp::dpi_scan(set.blob.data(), reinterpret_cast<const uint8_t *>(payload.data()),
+                static_cast<uint32_t>(payload.size()), r);
+  *id = r.dpi_pattern;
+  *hits = r.dpi_hits;
+}
+
+TEST(DpiParse, LiteralsHexEscapesCommentsAndNumbering) {
+  std::string error;
+  auto set = parse("# comment\n\nabc\n|41 42|C\nx|7C|y\n", &error);
+  ASSERT_TRUE(set) << error;
+  ASSERT_EQ(set->patterns.size(), 3u);
+  EXPECT_EQ(set->patterns[0].bytes, "abc");
+  EXPECT_EQ(set->patterns[1].bytes, "ABC");
+  EXPECT_EQ(set->patterns[2].bytes, "x|y");
+}
+
+TEST(DpiParse, RuleContentsNocaseAndNegation) {
+  std::string error;
+  auto set = parse("alert tcp any any -> any any (msg:\"x\"; content:\"GET \"; nocase; "
+                   "content:!\"skip\"; content:\"a\\;b|0d 0a|\"; content:\"q\\\"\"; sid:1;)\n"
+                   "#alert tcp any any -> any any (content:\"commented\"; sid:2;)\n",
+                   &error);
+  ASSERT_TRUE(set) << error;
+  ASSERT_EQ(set->patterns.size(), 3u);
+  EXPECT_EQ(set->patterns[0].bytes, "GET ");
+  EXPECT_TRUE(set->patterns[0].nocase);
+  EXPECT_EQ(set->patterns[1].bytes, "a;b\r\n");
+  EXPECT_FALSE(set->patterns[1].nocase);
+  EXPECT_EQ(set->patterns[2].bytes, "q\"");
+}
+
+TEST(DpiParse, ErrorsNameFileAndLine) {
+  std::string error;
+  EXPECT_FALSE(parse("ok\n|41 4|\n", &error));
+  EXPECT_NE(error.find("test.patterns:2:"), std::string::npos) << error;
+  EXPECT_FALSE(parse("a\nb\n|zz|\n", &error));
+  EXPECT_NE(error.find("test.patterns:3:"), std::string::npos) << error;
+  EXPECT_FALSE(parse("|41\n", &error));
+  EXPECT_NE(error.find("unterminated"), std::string::npos) << error;
+  EXPECT_FALSE(parse("alert tcp any any -> any any (content:\"open; sid:1;)\n", &error));
+  EXPECT_NE(error.find("test.patterns:1:"), std::string::npos) << error;
+  EXPECT_FALSE(gpp::load_dpi_patterns("/nonexistent/patterns", &error));
+  EXPECT_NE(error.find("/nonexistent/patterns"), std::string::npos);
+  EXPECT_FALSE(gpp::load_dpi_patterns("/", &error));
+}
+
+TEST(DpiScan, OverlapsAreAllCountedAndTheSmallestIdWins) {
+  std::string error;
+  auto set = parse("aaa\naa\na\nzzz\n", &error);
+  ASSERT_TRUE(set) << error;
+  int32_t id;
+  uint32_t hits;
+  scan(*set, "aaaa", &id, &hits);
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(hits, 2u + 3u + 4u); // "aaa" twice, "aa" three times, "a" four times
+  scan(*set, "xyz", &id, &hits);
+  EXPECT_EQ(id, -1);
+  EXPECT_EQ(hits, 0u);
+  scan(*set, "zzzz", &id, &hits);
+  EXPECT_EQ(id, 3);
+  EXPECT_EQ(hits, 2u);
+}
+
+TEST(DpiScan, NocaseFoldsOnlyItsOwnPatterns) {
+  std::string error;
+  auto set = parse("alert tcp any any -> any any (content:\"AbC\"; nocase; content:\"XyZ\"; sid:1;)\n",
+                   &error);
+  ASSERT_TRUE(set) << error;
+  int32_t id;
+  uint32_t hits;
+  scan(*set, "..abc..ABC..xyz..XyZ", &id, &hits);
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(hits, 3u); // abc, ABC (nocase) and the exact XyZ
+}
+
+// Random payloads over a small alphabet, so patterns overlap and recur.
+TEST(DpiScan, AgreesWithNaiveMatcherOnRandomData) {
+  std::mt19937 rng(3);
+  std::string text;
+  for (int p = 0; p < 200; ++p) {
+    std::string pat;
+    for (int k = 1 + rng() % 6; k > 0; --k) pat.push_back("abAB\x01|"[rng() % 5]);
+    if (pat.find('|') != std::string::npos) continue;
+    text += (rng() % 3 == 0) ? "alert tcp any any -> any any (content:\"" + pat + "\"; nocase; sid:1;)\n"
+                             : pat + "\n";
+  }
+  std::string error;
+  auto set = parse(text, &error);
+  ASSERT_TRUE(set) << error;
+  for (int n = 0; n < 500; ++n) {
+    std::string payload;
+    for (int k = rng() % 300; k > 0; --k) payload.push_back("abAB\x01z"[rng() % 6]);
+    int32_t id, naive_id;
+    uint32_t hits, naive_hits;
+    scan(*set, payload, &id, &hits);
+    set->naive_scan(reinterpret_cast<const uint8_t *>(payload.data()),
+                    static_cast<uint32_t>(payload.size()), &naive_id, &naive_hits);
+    ASSERT_EQ(id, naive_id) << payload;
+    ASSERT_EQ(hits, naive_hits) << payload;
+  }
+}
+
+// Every capture, with both ET Open sets: the core's DPI fields equal the
+// naive matcher over the same payload bytes.
+TEST(DpiCaptures, EtOpenSetsAgreeWithNaiveMatcherOnEveryCapture) {
+  const std::string dir = data_dir();
+  for (const char *rules : {"et_open_emerging-scan.rules", "et_open_emerging-shellcode.rules"}) {
+    std::string error;
+    auto set = gpp::load_dpi_patterns(dir + "/dpi/" + rules, &error);
+    ASSERT_TRUE(set) << error;
+    // An independent count of the active, non-negated content strings.
+    std::ifstream f(dir + "/dpi/" + rules);
+    std::string line;
+    size_t expected_patterns = 0;
+    const std::regex content("content:\\s*\"");
+    while (std::getline(f, line)) {
+      if (line.rfind("alert", 0) != 0) continue;
+      expected_patterns += std::distance(std::sregex_iterator(line.begin(), line.end(), content),
+                                         std::sregex_iterator());
+    }
+    EXPECT_EQ(set->patterns.size(), expected_patterns) << rules;
+
+    gpp::CoreConfig cfg{};
+    std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
+    cfg.dpi = set->blob.data();
+    size_t packets = 0, scanned = 0, matched = 0;
+    DIR *d = opendir((dir + "/pcap").c_str());
+    ASSERT_NE(d, nullptr);
+    while (dirent *e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.find(".pcap") == std::string::npos) continue;
+      char errbuf[PCAP_ERRBUF_SIZE];
+      pcap_t *p = pcap_open_offline((dir + "/pcap/" + name).c_str(), errbuf);
+      ASSERT_NE(p, nullptr) << errbuf;
+      const uint32_t linktype = pcap_datalink(p) == DLT_RAW ? GPP_LINKTYPE_RAW : pcap_datalink(p);
+      pcap_pkthdr *h;
+      const u_char *bytes;
+      while (pcap_next_ex(p, &h, &bytes) == 1) {
+        std::vector<uint8_t> copy(bytes, bytes + h->caplen); // exactly caplen bytes
+        GppResult r;
+        gpp::process_packet(copy.data(), h->caplen, h->len, linktype, ++packets, 0, cfg, r);
+        ASSERT_EQ(r.dpi_scanned, 1);
+        int32_t naive_id = -1;
+        uint32_t naive_hits = 0;
+        if (r.payload_length) {
+          ++scanned;
+          ASSERT_LE(r.payload_offset + r.payload_length, h->caplen);
+          set->naive_scan(copy.data() + r.payload_offset, r.payload_length, &naive_id, &naive_hits);
+        }
+        ASSERT_EQ(r.dpi_pattern, naive_id) << name << " packet " << packets;
+        ASSERT_EQ(r.dpi_hits, naive_hits) << name << " packet " << packets;
+        matched += naive_hits > 0;
+      }
+      pcap_close(p);
+    }
+    closedir(d);
+    std::printf("%s: %zu patterns, %zu packets, %zu payloads scanned, %zu with matches\n", rules,
+                set->patterns.size(), packets, scanned, matched);
+    EXPECT_GT(scanned, 1000u);
+  }
+}
+
+} // namespace
