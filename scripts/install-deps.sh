@@ -5,7 +5,8 @@ set -eu
 packages="build-essential pkg-config meson ninja-build python3
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base
-  libpcap-dev libgtest-dev tshark tcpdump"
+  libpcap-dev libgtest-dev tshark tcpdump
+  python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0"
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 missing=""
 for p in $packages; do
