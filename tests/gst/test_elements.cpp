@@ -1733,6 +1733,88 @@ GST_START_TEST (test_pipeline_empty_capture)
 
 GST_END_TEST;
 
+
+/* acl-rules and dpi-patterns: results, swaps while playing, bad files. */
+static std::string
+write_temp (const char *name, const std::string & text)
+{
+  gchar *path = g_build_filename (g_get_tmp_dir (), name, NULL);
+  fail_unless (g_file_set_contents (path, text.data (), (gssize) text.size (), NULL));
+  std::string out = path;
+  g_free (path);
+  return out;
+}
+
+GST_START_TEST (test_proc_classification_files)
+{
+  const Bytes batch = checksum_and_rss_batch ();     /* 3 TCP/IPv4, 2 UDP/IPv6 */
+  const std::string drop_tcp = write_temp ("gpp-drop-tcp.rules",
+      "# drop TCP\n@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 0x06/0xFF drop\n");
+  const std::string drop_udp = write_temp ("gpp-drop-udp.rules",
+      "@::/0 ::/0 0 : 65535 0 : 65535 0x11/0xFF drop\n");
+  const std::string bad = write_temp ("gpp-bad.rules", "@1.2.3.4/40 0.0.0.0/0 0 : 1 0 : 1 0/0\n");
+  const std::string patterns = write_temp ("gpp.patterns", "|00|\nnot-there\n");
+  Proc p;
+  g_object_set (p.h->element, "acl-rules", drop_tcp.c_str (), "dpi-patterns",
+      patterns.c_str (), NULL);
+  std::vector<GppResult> r = p.process (batch);
+  for (size_t i = 0; i < r.size (); i++) {
+    const bool tcp = r[i].l4_proto == 6;
+    fail_unless_equals_int (r[i].acl_action, tcp ? GPP_ACL_DROP : GPP_ACL_ALLOW);
+    fail_unless_equals_int (r[i].acl_rule, tcp ? 0 : -1);
+    fail_unless_equals_int (r[i].dpi_scanned, 1);
+  }
+  /* A new file while playing applies from the next batch. */
+  g_object_set (p.h->element, "acl-rules", drop_udp.c_str (), NULL);
+  r = p.process (batch);
+  for (size_t i = 0; i < r.size (); i++)
+    fail_unless_equals_int (r[i].acl_action, r[i].l4_proto == 17 ? GPP_ACL_DROP : GPP_ACL_ALLOW);
+  /* A bad file while playing: a warning naming file and line, the old rules stay. */
+  g_object_set (p.h->element, "acl-rules", bad.c_str (), NULL);
+  GstMessage *warning = gst_bus_pop_filtered (p.bus, GST_MESSAGE_WARNING);
+  fail_unless (warning != NULL, "no warning for a bad rule file");
+  GError *err = NULL;
+  gchar *debug = NULL;
+  gst_message_parse_warning (warning, &err, &debug);
+  fail_unless (strstr (debug, "gpp-bad.rules:1:") != NULL, "warning lacks file:line: %s", debug);
+  g_clear_error (&err);
+  g_free (debug);
+  gst_message_unref (warning);
+  r = p.process (batch);
+  for (size_t i = 0; i < r.size (); i++)
+    fail_unless_equals_int (r[i].acl_action, r[i].l4_proto == 17 ? GPP_ACL_DROP : GPP_ACL_ALLOW);
+  /* Unset: no ACL ran. */
+  g_object_set (p.h->element, "acl-rules", NULL, "dpi-patterns", NULL, NULL);
+  r = p.process (batch);
+  for (const GppResult & x : r) {
+    fail_unless_equals_int (x.acl_action, GPP_ACL_NONE);
+    fail_unless_equals_int (x.dpi_scanned, 0);
+  }
+  g_unlink (drop_tcp.c_str ());
+  g_unlink (drop_udp.c_str ());
+  g_unlink (patterns.c_str ());
+
+  /* A bad file before start: READY->PAUSED fails with an error naming it. */
+  GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "acl-rules", bad.c_str (), NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED), GST_STATE_CHANGE_FAILURE);
+  GstMessage *error = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+  fail_unless (error != NULL);
+  gst_message_parse_error (error, &err, &debug);
+  fail_unless (strstr (err->message, "gpp-bad.rules:1:") != NULL, "%s", err->message);
+  g_clear_error (&err);
+  g_free (debug);
+  gst_message_unref (error);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+  g_unlink (bad.c_str ());
+}
+
+GST_END_TEST;
+
 static Suite *
 gpupacket_elements_suite (void)
 {
@@ -1769,6 +1851,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (proc, test_proc_stats);
   tcase_add_test (proc, test_proc_stress_cpu_threads);
   tcase_add_test (proc, test_proc_stress_rss_key);
+  tcase_add_test (proc, test_proc_classification_files);
 
   tcase_add_test (enc, test_enc_csv);
   tcase_add_test (enc, test_enc_csv_without_header);
