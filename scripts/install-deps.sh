@@ -7,6 +7,8 @@ packages="build-essential pkg-config meson ninja-build python3
   gstreamer1.0-tools gstreamer1.0-plugins-base
   libpcap-dev libgtest-dev tshark tcpdump
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0"
+# Hyperscan, the reference the DPI stage is tested against, is built for amd64 only.
+if [ "$(dpkg --print-architecture)" = amd64 ]; then packages="$packages libhyperscan-dev"; fi
 if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 missing=""
 for p in $packages; do
