@@ -1,5 +1,7 @@
 #include "acl_rules.h"
 
+#include "read_file.h"
+
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -49,7 +50,9 @@ struct Cursor {
     const char *begin = s.c_str() + i;
     char *end;
     errno = 0;
-    const unsigned long v = std::strtoul(begin, &end, 0);
+    // Hex with 0x (ClassBench protocols), else decimal: never octal.
+    const bool hex = begin[0] == '0' && (begin[1] == 'x' || begin[1] == 'X');
+    const unsigned long v = std::strtoul(begin, &end, hex ? 16 : 10);
     if (errno || v > max || end == begin) return false;
     i += end - begin;
     *out = v;
@@ -79,6 +82,19 @@ bool parse_prefix(const std::string &text, uint8_t *addr, uint8_t *len, uint8_t 
     return false;
   }
   *len = static_cast<uint8_t>(bits);
+  return true;
+}
+
+// FLAGS/MASK as ClassBench writes it: two hex numbers, e.g. 0x1000/0x1000.
+bool is_flags_field(const std::string &w) {
+  const size_t slash = w.find('/');
+  if (slash == std::string::npos || w.find('/', slash + 1) != std::string::npos) return false;
+  for (const std::string &part : {w.substr(0, slash), w.substr(slash + 1)}) {
+    size_t i = part.compare(0, 2, "0x") == 0 || part.compare(0, 2, "0X") == 0 ? 2 : 0;
+    if (i == part.size()) return false;
+    for (; i < part.size(); ++i)
+      if (!std::isxdigit(static_cast<unsigned char>(part[i]))) return false;
+  }
   return true;
 }
 
@@ -124,7 +140,7 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
       rule->action = GPP_ACL_ALLOW;
     } else if (w == "drop") {
       rule->action = GPP_ACL_DROP;
-    } else if (w.find('/') != std::string::npos && std::isdigit(static_cast<unsigned char>(w[0]))) {
+    } else if (is_flags_field(w)) {
       continue; // FLAGS/MASK: accepted, not matched (as DPDK test-acl)
     } else {
       *why = "unexpected \"" + w + "\" (an action is \"allow\" or \"drop\")";
@@ -269,27 +285,8 @@ std::shared_ptr<const AclRuleSet> parse_acl_rules(const std::string &text, const
 }
 
 std::shared_ptr<const AclRuleSet> load_acl_rules(const std::string &path, std::string *error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return nullptr;
-  }
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  if (size < 0) {
-    *error = path + ": not a readable regular file";
-    return nullptr;
-  }
-  if (size > (256 << 20)) {
-    *error = path + ": " + std::to_string(size) + " bytes is too large for a rule file (limit 256 MiB)";
-    return nullptr;
-  }
-  f.seekg(0);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (!f.read(&text[0], size)) {
-    *error = path + ": read error";
-    return nullptr;
-  }
+  std::string text;
+  if (!read_text_file(path, 256 << 20, "a rule file", &text, error)) return nullptr;
   return parse_acl_rules(text, path, error);
 }
 

@@ -3,9 +3,9 @@
 //
 // A rule line:
 //   @SRC/LEN  DST/LEN  SPORT_LO : SPORT_HI  DPORT_LO : DPORT_HI  PROTO/MASK  [FLAGS/MASK]  [allow|drop]
-// Addresses are IPv4 dotted quads or IPv6 (any inet_pton form); PROTO and
-// MASK are numbers (0x.. hex or decimal; mask 0 = any protocol); FLAGS/MASK
-// is accepted and ignored, as DPDK's test-acl does.  Rules are numbered from
+// Addresses are IPv4 dotted quads or IPv6 (any inet_pton form); ports are
+// decimal; PROTO and MASK are 0x.. hex or decimal (mask 0 = any protocol);
+// FLAGS/MASK (two hex numbers) is accepted and ignored, as DPDK's test-acl does.  Rules are numbered from
 // 0 in file order, counting rule lines only; blank lines and lines starting
 // with '#' are skipped.  A rule without an action allows.
 #pragma once

@@ -1,5 +1,7 @@
 #include "dpi_patterns.h"
 
+#include "read_file.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -7,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <sstream>
 
 namespace gpp {
@@ -309,27 +310,8 @@ std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
 }
 
 std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return nullptr;
-  }
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  if (size < 0) {
-    *error = path + ": not a readable regular file";
-    return nullptr;
-  }
-  if (size > (64 << 20)) {
-    *error = path + ": " + std::to_string(size) + " bytes is too large for a pattern file (limit 64 MiB)";
-    return nullptr;
-  }
-  f.seekg(0);
-  std::string text(static_cast<size_t>(size), '\0');
-  if (!f.read(&text[0], size)) {
-    *error = path + ": read error";
-    return nullptr;
-  }
+  std::string text;
+  if (!read_text_file(path, 64 << 20, "a pattern file", &text, error)) return nullptr;
   return parse_dpi_patterns(text, path, error);
 }
 

@@ -843,10 +843,12 @@ TEST(AclPortless, IcmpFragmentsAndNonIp) {
 }
 
 TEST(AclPortless, ProtocolMasks) {
-  auto set = parse("@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 6/0xFE drop\n" // 6, 7
-                   "@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 0x10/0xF0\n"   // 16..31
+  // PROTO bits outside MASK are ignored (7/0xFE is 6 or 7; 0x1f/0xF0 is 16..31).
+  auto set = parse("@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 7/0xFE drop\n"
+                   "@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 0x1f/0xF0\n"
                    "@0.0.0.0/0 0.0.0.0/0 0 : 65535 0 : 65535 47/255 drop\n");
   ASSERT_TRUE(set);
+  const Reference ref(set->rules);
   Header h;
   set_v4(h.src, 0x01020304);
   set_v4(h.dst, 0x05060708);
@@ -859,6 +861,8 @@ TEST(AclPortless, ProtocolMasks) {
     h.dport = 2000;
     const GppResult r = run(packet_of(h), acl_config(*set, GPP_ACL_ALLOW));
     EXPECT_EQ(r.acl_rule, as_rule(c.second)) << "proto " << int(c.first);
+    EXPECT_EQ(set->first_match(r), c.second) << "proto " << int(c.first);
+    EXPECT_EQ(ref.first_match(h), c.second) << "proto " << int(c.first);
     EXPECT_EQ(r.acl_action, c.second == kNone || c.second == 1 ? GPP_ACL_ALLOW : GPP_ACL_DROP)
         << "proto " << int(c.first);
   }
@@ -1033,6 +1037,9 @@ TEST(AclParser, FilesThatCannotBeRead) {
   auto set = gpp::load_acl_rules(dir, &error);
   EXPECT_FALSE(set) << "a directory loaded as " << (set ? set->rules.size() : 0) << " rules";
   EXPECT_NE(error.find(dir), std::string::npos) << error;
+  // The message must say what is wrong: not a size (on ext4 a directory's
+  // end offset is LLONG_MAX, which used to come out as "... bytes is too large").
+  EXPECT_EQ(error.find("too large"), std::string::npos) << error;
 
   // A file's errors name the file and the line.
   const std::string bad = std::string(dir) + "/bad.rules";
