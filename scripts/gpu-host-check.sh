@@ -29,6 +29,9 @@ run() {  # run NAME COMMAND...: log to $OUT/NAME.log, print the tail
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
 run parity build/tests/gpu/test-gpu-parity "$pcaps"
 run modes build/tests/gpu/test-gpu-modes "$pcaps"
+GPP_GPU_MODES_PROPS="acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
+  GPP_GPU_MODES_CAPTURES=zeek__wikipedia.pcap,zeek__ssh.pcap,zeek__ftp_ipv6.pcap \
+  run modes-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
