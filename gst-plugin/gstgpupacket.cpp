@@ -8,6 +8,7 @@
 
 #include "gstgpupacketproc.h"
 #include "gstpacketresultenc.h"
+#include "gstpackettestsrc.h"
 #include "gstpcapsink.h"
 #include "gstpcapsrc.h"
 
@@ -20,6 +21,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (gpupacketproc, plugin);
   ok |= GST_ELEMENT_REGISTER (packetresultenc, plugin);
   ok |= GST_ELEMENT_REGISTER (pcapsink, plugin);
+  ok |= GST_ELEMENT_REGISTER (packettestsrc, plugin);
   return ok;
 }
 

@@ -1,0 +1,377 @@
+/**
+ * SECTION:element-packettestsrc
+ * @title: packettestsrc
+ *
+ * Synthetic packet batches, as videotestsrc is for video: Ethernet frames of
+ * a size #GstPacketTestSrc:profile over #GstPacketTestSrc:flows distinct
+ * 5-tuples, with valid checksums.  Headers can be drawn from an ACL rule file
+ * and payloads can carry patterns from a DPI pattern file, at chosen rates,
+ * so the classification stages do real work.  A ring of batches is generated
+ * on READY→PAUSED and replayed (packet numbers and timestamps renewed), each
+ * batch written into memory from the downstream allocator (gpupacketproc's
+ * pinned pool), so the source can push far above line rate;
+ * #GstPacketTestSrc:rate paces it for latency runs.
+ *
+ * ## Example launch line
+ * |[
+ * gst-launch-1.0 packettestsrc profile=imix flows=100000 num-buffers=10000 batch-size=4096 ! \
+ *     gpupacketproc mode=graph ! fakesink
+ * ]|
+ */
+#include "gstpackettestsrc.h"
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "batch_builder.h"
+#include "traffic_gen.h"
+
+GST_DEBUG_CATEGORY_STATIC (gst_packet_test_src_debug);
+#define GST_CAT_DEFAULT gst_packet_test_src_debug
+
+#define DEFAULT_PROFILE GST_PACKET_TEST_SRC_PROFILE_MIX
+#define DEFAULT_FLOWS 1024
+#define DEFAULT_SEED 1
+#define DEFAULT_BATCH_SIZE 256
+#define DEFAULT_RING_BATCHES 16
+#define DEFAULT_RATE 0
+#define DEFAULT_RATE_SHARE 0.0
+
+enum
+{
+  PROP_0,
+  PROP_PROFILE,
+  PROP_FLOWS,
+  PROP_SEED,
+  PROP_BATCH_SIZE,
+  PROP_RING_BATCHES,
+  PROP_RATE,
+  PROP_ACL_RULES,
+  PROP_ACL_RATE,
+  PROP_DPI_PATTERNS,
+  PROP_DPI_RATE,
+};
+
+struct _GstPacketTestSrc
+{
+  GstPushSrc parent;
+
+  /* settings, under the object lock */
+  GstPacketTestSrcProfile profile;
+  guint flows, seed, batch_size, ring_batches;
+  guint64 rate;
+  gchar *acl_rules, *dpi_patterns;
+  gdouble acl_rate, dpi_rate;
+
+  /* streaming state, between start and stop */
+  std::vector<std::vector<uint8_t>> *ring;
+  guint64 batches_out, packets_out;
+  std::chrono::steady_clock::time_point started;
+};
+
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPP_BATCH_CAPS_NAME ", linktype = (int) 1"));
+
+#define gst_packet_test_src_parent_class parent_class
+G_DEFINE_TYPE (GstPacketTestSrc, gst_packet_test_src, GST_TYPE_PUSH_SRC);
+GST_ELEMENT_REGISTER_DEFINE (packettestsrc, "packettestsrc", GST_RANK_NONE,
+    GST_TYPE_PACKET_TEST_SRC);
+
+GType
+gst_packet_test_src_profile_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue profiles[] = {
+    {GST_PACKET_TEST_SRC_PROFILE_64, "64-byte frames, IPv4 TCP/UDP", "64"},
+    {GST_PACKET_TEST_SRC_PROFILE_1500, "1500-byte frames, IPv4 TCP/UDP", "1500"},
+    {GST_PACKET_TEST_SRC_PROFILE_IMIX, "IMIX: 7:4:1 of 64, 576 and 1500 bytes, IPv4", "imix"},
+    {GST_PACKET_TEST_SRC_PROFILE_MIX, "Realistic: IPv4/IPv6, TCP/UDP/ICMP, some VLAN tags "
+          "and fragments, IMIX sizes", "mix"},
+    {0, NULL, NULL}
+  };
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstPacketTestSrcProfile", profiles);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+static gboolean
+gst_packet_test_src_start (GstBaseSrc * base)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
+  gpp::TrafficSpec spec;
+  GST_OBJECT_LOCK (self);
+  spec.profile = static_cast<gpp::TrafficProfile> (self->profile);
+  spec.flows = self->flows;
+  spec.seed = self->seed;
+  spec.acl_rate = self->acl_rate;
+  spec.dpi_rate = self->dpi_rate;
+  const std::string acl_path = self->acl_rules ? self->acl_rules : "";
+  const std::string dpi_path = self->dpi_patterns ? self->dpi_patterns : "";
+  const guint batch_size = self->batch_size, ring_batches = self->ring_batches;
+  GST_OBJECT_UNLOCK (self);
+
+  std::string error;
+  std::shared_ptr<const gpp::AclRuleSet> acl;
+  std::shared_ptr<const gpp::DpiPatternSet> dpi;
+  if (!acl_path.empty () && !(acl = gpp::load_acl_rules (acl_path, &error))) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Invalid ACL rules: %s", error.c_str ()), (NULL));
+    return FALSE;
+  }
+  if (!dpi_path.empty () && !(dpi = gpp::load_dpi_patterns (dpi_path, &error))) {
+    GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Invalid DPI patterns: %s", error.c_str ()),
+        (NULL));
+    return FALSE;
+  }
+  spec.acl = acl.get ();
+  spec.dpi = dpi.get ();
+
+  /* Generated here, on READY→PAUSED, so streaming only copies. */
+  gpp::TrafficGenerator generator (spec);
+  gpp::BatchBuilder builder;
+  auto ring = std::make_unique<std::vector<std::vector<uint8_t>>> ();
+  for (guint b = 0; b < ring_batches; b++) {
+    builder.reset (GPP_LINKTYPE_ETHERNET);
+    for (guint i = 0; i < batch_size; i++) {
+      const std::vector<uint8_t> &frame = generator.next ();
+      builder.add (frame.data (), (uint32_t) frame.size (), (uint32_t) frame.size (), 0, 0);
+    }
+    ring->push_back (builder.finish ());
+  }
+  self->ring = ring.release ();
+  self->batches_out = self->packets_out = 0;
+  self->started = std::chrono::steady_clock::now ();
+  return TRUE;
+}
+
+static gboolean
+gst_packet_test_src_stop (GstBaseSrc * base)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
+  delete self->ring;
+  self->ring = nullptr;
+  return TRUE;
+}
+
+static GstFlowReturn
+gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (src);
+  GST_OBJECT_LOCK (self);
+  const guint64 rate = self->rate;
+  GST_OBJECT_UNLOCK (self);
+
+  const std::vector<uint8_t> &batch = (*self->ring)[self->batches_out % self->ring->size ()];
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch.data ());
+  if (rate > 0) {
+    /* Pace whole batches: batch k starts when k batches' packets are due. */
+    const auto due = self->started + std::chrono::nanoseconds ((guint64) (
+            (double) self->packets_out / (double) rate * 1e9));
+    std::this_thread::sleep_until (due);
+  }
+
+  GstAllocator *allocator = NULL;
+  GstAllocationParams params;
+  gst_base_src_get_allocator (GST_BASE_SRC (src), &allocator, &params);
+  GstBuffer *buf = gst_buffer_new_allocate (allocator, batch.size (), &params);
+  if (allocator)
+    gst_object_unref (allocator);
+  GstMapInfo map;
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  memcpy (map.data, batch.data (), batch.size ());
+  /* Fresh numbers and capture times for every replay. */
+  auto *descs = reinterpret_cast<GppPacketDesc *> (map.data + header->header_size);
+  const guint64 now_ns = (guint64) g_get_real_time () * 1000;
+  for (uint32_t i = 0; i < header->packet_count; i++) {
+    descs[i].packet_number = self->packets_out + i + 1;
+    descs[i].timestamp_ns = now_ns;
+  }
+  gst_buffer_unmap (buf, &map);
+  GST_BUFFER_OFFSET (buf) = self->packets_out;
+  GST_BUFFER_OFFSET_END (buf) = self->packets_out + header->packet_count;
+  self->packets_out += header->packet_count;
+  self->batches_out++;
+  *out = buf;
+  return GST_FLOW_OK;
+}
+
+static void
+gst_packet_test_src_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_PROFILE:
+      self->profile = (GstPacketTestSrcProfile) g_value_get_enum (value);
+      break;
+    case PROP_FLOWS:
+      self->flows = g_value_get_uint (value);
+      break;
+    case PROP_SEED:
+      self->seed = g_value_get_uint (value);
+      break;
+    case PROP_BATCH_SIZE:
+      self->batch_size = g_value_get_uint (value);
+      break;
+    case PROP_RING_BATCHES:
+      self->ring_batches = g_value_get_uint (value);
+      break;
+    case PROP_RATE:
+      self->rate = g_value_get_uint64 (value);
+      break;
+    case PROP_ACL_RULES:
+      g_free (self->acl_rules);
+      self->acl_rules = g_value_dup_string (value);
+      break;
+    case PROP_ACL_RATE:
+      self->acl_rate = g_value_get_double (value);
+      break;
+    case PROP_DPI_PATTERNS:
+      g_free (self->dpi_patterns);
+      self->dpi_patterns = g_value_dup_string (value);
+      break;
+    case PROP_DPI_RATE:
+      self->dpi_rate = g_value_get_double (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_packet_test_src_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_PROFILE:
+      g_value_set_enum (value, self->profile);
+      break;
+    case PROP_FLOWS:
+      g_value_set_uint (value, self->flows);
+      break;
+    case PROP_SEED:
+      g_value_set_uint (value, self->seed);
+      break;
+    case PROP_BATCH_SIZE:
+      g_value_set_uint (value, self->batch_size);
+      break;
+    case PROP_RING_BATCHES:
+      g_value_set_uint (value, self->ring_batches);
+      break;
+    case PROP_RATE:
+      g_value_set_uint64 (value, self->rate);
+      break;
+    case PROP_ACL_RULES:
+      g_value_set_string (value, self->acl_rules);
+      break;
+    case PROP_ACL_RATE:
+      g_value_set_double (value, self->acl_rate);
+      break;
+    case PROP_DPI_PATTERNS:
+      g_value_set_string (value, self->dpi_patterns);
+      break;
+    case PROP_DPI_RATE:
+      g_value_set_double (value, self->dpi_rate);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_packet_test_src_finalize (GObject * object)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
+  delete self->ring;
+  g_free (self->acl_rules);
+  g_free (self->dpi_patterns);
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+static void
+gst_packet_test_src_class_init (GstPacketTestSrcClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
+  const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+
+  gobject_class->set_property = gst_packet_test_src_set_property;
+  gobject_class->get_property = gst_packet_test_src_get_property;
+  gobject_class->finalize = gst_packet_test_src_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_PROFILE,
+      g_param_spec_enum ("profile", "Profile", "Frame sizes and protocol mix",
+          GST_TYPE_PACKET_TEST_SRC_PROFILE, DEFAULT_PROFILE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FLOWS,
+      g_param_spec_uint ("flows", "Flows", "Distinct 5-tuples the packets are drawn from",
+          1, 16 * 1024 * 1024, DEFAULT_FLOWS, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_SEED,
+      g_param_spec_uint ("seed", "Seed", "Random seed: the same seed gives the same packets",
+          0, G_MAXUINT, DEFAULT_SEED, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
+      g_param_spec_uint ("batch-size", "Batch size", "Packets per batch", 1, 1 << 20,
+          DEFAULT_BATCH_SIZE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_RING_BATCHES,
+      g_param_spec_uint ("ring-batches", "Ring batches",
+          "Distinct batches generated on READY→PAUSED and replayed in turn", 1, 4096,
+          DEFAULT_RING_BATCHES, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_RATE,
+      g_param_spec_uint64 ("rate", "Rate", "Packets per second, whole batches at a time; "
+          "0 = as fast as downstream takes them", 0, G_MAXUINT64, DEFAULT_RATE,
+          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+              GST_PARAM_MUTABLE_PLAYING)));
+  g_object_class_install_property (gobject_class, PROP_ACL_RULES,
+      g_param_spec_string ("acl-rules", "ACL rules", "Rule file (gpupacketproc syntax) "
+          "that acl-rate of the headers are drawn from", NULL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_ACL_RATE,
+      g_param_spec_double ("acl-rate", "ACL rate", "Share of packets whose header lies "
+          "inside a random rule of acl-rules", 0, 1, DEFAULT_RATE_SHARE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DPI_PATTERNS,
+      g_param_spec_string ("dpi-patterns", "DPI patterns", "Pattern or rule file "
+          "(gpupacketproc syntax) whose patterns dpi-rate of the payloads carry", NULL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DPI_RATE,
+      g_param_spec_double ("dpi-rate", "DPI rate", "Share of packets whose payload holds a "
+          "random pattern of dpi-patterns (where it fits)", 0, 1, DEFAULT_RATE_SHARE, rw_ready));
+
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_set_static_metadata (element_class, "Packet test source",
+      "Source/Network", "Synthetic packet batches for tests and benchmarks",
+      "gpupacket developers");
+  basesrc_class->start = GST_DEBUG_FUNCPTR (gst_packet_test_src_start);
+  basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_packet_test_src_stop);
+  GST_PUSH_SRC_CLASS (klass)->create = GST_DEBUG_FUNCPTR (gst_packet_test_src_create);
+
+  gst_type_mark_as_plugin_api (GST_TYPE_PACKET_TEST_SRC_PROFILE, (GstPluginAPIFlags) 0);
+  GST_DEBUG_CATEGORY_INIT (gst_packet_test_src_debug, "packettestsrc", 0,
+      "synthetic packet batches");
+}
+
+static void
+gst_packet_test_src_init (GstPacketTestSrc * self)
+{
+  self->profile = DEFAULT_PROFILE;
+  self->flows = DEFAULT_FLOWS;
+  self->seed = DEFAULT_SEED;
+  self->batch_size = DEFAULT_BATCH_SIZE;
+  self->ring_batches = DEFAULT_RING_BATCHES;
+  self->rate = DEFAULT_RATE;
+  self->acl_rules = NULL;
+  self->dpi_patterns = NULL;
+  self->acl_rate = DEFAULT_RATE_SHARE;
+  self->dpi_rate = DEFAULT_RATE_SHARE;
+  self->ring = nullptr;
+}
