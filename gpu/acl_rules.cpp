@@ -168,12 +168,14 @@ void build_blob(AclRuleSet &set) {
   for (uint32_t idx = 0; idx < set.rules.size(); ++idx) {
     const ParsedAclRule &r = set.rules[idx];
     const int addr_len = r.ip_version == 4 ? 4 : 16;
-    auto &t = by_tuple.try_emplace({r.ip_version, r.src_len, r.dst_len},
-                                   TupleBuild{r.ip_version, r.src_len, r.dst_len, idx, {}})
+    const uint8_t src_len = acl_coarse_length(r.src_len, r.ip_version);
+    const uint8_t dst_len = acl_coarse_length(r.dst_len, r.ip_version);
+    auto &t = by_tuple.try_emplace({r.ip_version, src_len, dst_len},
+                                   TupleBuild{r.ip_version, src_len, dst_len, idx, {}})
                   .first->second;
     Key key{};
-    acl_mask(r.src, r.src_len, addr_len, key.data());
-    acl_mask(r.dst, r.dst_len, addr_len, key.data() + 16);
+    acl_mask(r.src, src_len, addr_len, key.data());
+    acl_mask(r.dst, dst_len, addr_len, key.data() + 16);
     t.groups[key].push_back(idx); // ascending: rules are visited in order
   }
   std::vector<TupleBuild *> order;
@@ -210,9 +212,22 @@ void build_blob(AclRuleSet &set) {
   }
 
   std::vector<AclRule> rules;
-  for (const ParsedAclRule &p : set.rules)
-    rules.push_back(AclRule{p.sport_lo, p.sport_hi, p.dport_lo, p.dport_hi, p.proto,
-                            p.proto_mask, p.action, 0});
+  for (const ParsedAclRule &p : set.rules) {
+    AclRule r{};
+    r.sport_lo = p.sport_lo;
+    r.sport_hi = p.sport_hi;
+    r.dport_lo = p.dport_lo;
+    r.dport_hi = p.dport_hi;
+    r.proto = p.proto;
+    r.proto_mask = p.proto_mask;
+    r.action = p.action;
+    r.src_len = p.src_len;
+    r.dst_len = p.dst_len;
+    const int addr_len = p.ip_version == 4 ? 4 : 16;
+    acl_mask(p.src, p.src_len, addr_len, r.src);
+    acl_mask(p.dst, p.dst_len, addr_len, r.dst);
+    rules.push_back(r);
+  }
   AclBlobHeader h{};
   h.magic = kAclBlobMagic;
   h.rule_count = static_cast<uint32_t>(rules.size());

@@ -696,8 +696,9 @@ TEST(AclBlob, LayoutIsConsistent) {
             EXPECT_LT(entries[slot.first + e - 1], idx) << name;
           }
           const gpp::ParsedAclRule &p = set->rules[idx];
-          EXPECT_TRUE(p.ip_version == tu.ip_version && p.src_len == tu.src_len &&
-                      p.dst_len == tu.dst_len)
+          EXPECT_TRUE(p.ip_version == tu.ip_version &&
+                      gpp::acl_coarse_length(p.src_len, p.ip_version) == tu.src_len &&
+                      gpp::acl_coarse_length(p.dst_len, p.ip_version) == tu.dst_len)
               << name << " rule " << idx << " in the wrong tuple";
           ++seen[idx];
           smallest = std::min(smallest, idx);
