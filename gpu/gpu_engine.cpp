@@ -68,8 +68,11 @@ bool check(cudaError_t e, const char *what, std::string *error) {
 // per batch.
 class DeviceBlob {
 public:
-  // Points `ptr` at the device copy, uploading a new set first; the old copy
-  // goes only after `quiesce` saw every batch that may use it finish.
+  // Points `ptr` at the device copy, uploading a new set first.  The copy is
+  // rewritten in place when the new set fits, after `quiesce` saw every batch
+  // that may read it finish; a larger set gets a new buffer and the old one
+  // is kept until the engine goes, because cudaFree waits for every kernel on
+  // the device — a persistent kernel never ends by itself.
   template <typename Quiesce>
   bool translate(const uint8_t *&ptr, uint64_t generation, uint32_t size, const char *what,
                  Quiesce &&quiesce, std::string *error) {
@@ -77,12 +80,17 @@ public:
     if (generation != generation_) {
       if (blob_.size() && !quiesce(error)) return false;
       try {
-        blob_ = DeviceMemory();
-        blob_ = DeviceMemory(size);
-        GPP_CUDA_TRY(cudaMemcpy(blob_.get(), ptr, size, cudaMemcpyHostToDevice));
+        if (blob_.size() < size) {
+          if (blob_.size()) retired_.push_back(std::move(blob_));
+          blob_ = DeviceMemory(size);
+        }
+        // A plain cudaMemcpy from pageable memory may return before the data
+        // reaches the device: copy on a stream of our own and wait for it.
+        GPP_CUDA_TRY(cudaMemcpyAsync(blob_.get(), ptr, size, cudaMemcpyHostToDevice,
+                                     upload_.get()));
+        GPP_CUDA_TRY(cudaStreamSynchronize(upload_.get()));
       } catch (const CudaError &e) {
         *error = std::string("uploading the ") + what + ": " + e.what();
-        blob_ = DeviceMemory();
         generation_ = 0;
         return false;
       }
@@ -93,7 +101,9 @@ public:
   }
 
 private:
+  Stream upload_;
   DeviceMemory blob_;
+  std::vector<DeviceMemory> retired_;
   uint64_t generation_ = 0;
 };
 
@@ -269,7 +279,8 @@ public:
   // A batch takes microseconds to milliseconds; far longer means the kernel hangs.
   static constexpr std::chrono::seconds kAnswerTimeout{10};
 
-  PersistentEngine(const GpuSettings &s, size_t max_batch_bytes) : wait_(s.wait) {
+  PersistentEngine(const GpuSettings &s, size_t max_batch_bytes)
+      : wait_(s.wait), device_(s.device_id) {
     unsigned max_blocks = 0;
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
     int sms = 0;
@@ -287,8 +298,7 @@ public:
     GPP_CUDA_TRY(cudaMemset(state_.get(), 0, sizeof(PersistentDeviceState)));
     batch_capacity_ = std::max<size_t>(max_batch_bytes, 1 << 16);
     results_capacity_ = static_cast<uint32_t>(
-        std::min<size_t>(batch_capacity_ / (sizeof(GppPacketDesc) + GPP_PACKET_ALIGN) + 1,
-                         UINT32_MAX));
+        std::min<size_t>(batch_capacity_ / sizeof(GppPacketDesc) + 1, UINT32_MAX)); // caplen 0
     batch_staging_ = DeviceMemory(batch_capacity_);
     results_staging_ = DeviceMemory(static_cast<size_t>(results_capacity_) * sizeof(GppResult));
     PersistentControl *device_control = nullptr;
@@ -319,6 +329,8 @@ public:
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
+    // The streaming thread may not be the one that made the engine.
+    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     if (batch_size > batch_capacity_ || count > results_capacity_) {
       *error = "batch of " + size_text(batch_size) + " / " + std::to_string(count) +
                " packets exceeds the persistent kernel's staging (" + size_text(batch_capacity_) +
@@ -379,7 +391,7 @@ private:
   // for wait_oldest to collect).
   bool quiesce(std::string *error) {
     const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
-    for (uint64_t t = tail_; t < head_; ++t) {
+    for (uint64_t t = tail_.load(); t < head_; ++t) {
       auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&control()->jobs[t % slots_].done);
       while (done->load(std::memory_order_acquire) < t + 1) {
         if (std::chrono::steady_clock::now() > deadline) {
@@ -393,6 +405,7 @@ private:
   }
 
   WaitStrategy wait_;
+  int device_;
   DeviceSets sets_;
   unsigned blocks_ = 0;
   unsigned slots_ = 0;
@@ -403,7 +416,8 @@ private:
   uint32_t results_capacity_ = 0;
   DeviceMemory batch_staging_;
   DeviceMemory results_staging_;
-  uint64_t head_ = 0, tail_ = 0;
+  uint64_t head_ = 0;             // submitting thread
+  std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   AtomicCounters counters_;
 };
 

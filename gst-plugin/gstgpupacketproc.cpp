@@ -27,7 +27,7 @@
  * earlier batches, and EOS waits for every batch in flight.  mode and
  * num-streams may change while playing: work in flight drains first.
  *
- * Pinned memory (pool-size MiB for batches, three times that for results) is
+ * Pinned memory (pool-size MiB for batches, four times that for results) is
  * allocated on READY→PAUSED where a GPU is usable, and offered upstream in the
  * ALLOCATION query so that pcapsrc writes batches straight into it.  Without
  * a usable GPU the element still works in mode=cpu; asking for a GPU mode
@@ -83,8 +83,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 
 constexpr int kModeCount = 5;
 /* The results pool is this many times pool-size: 128-byte records for
- * packets that take at least 48 bytes (descriptor + 16) of a batch. */
-constexpr size_t kResultsPoolFactor = 3;
+ * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
+constexpr size_t kResultsPoolFactor = 4;
 
 enum
 {
@@ -139,7 +139,7 @@ struct GppProcState
   std::condition_variable changed;
   std::deque<PendingItem> queue;
   std::atomic<unsigned> queued {0};  /* queue.size (), readable without the lock */
-  bool spin_for_work = false;   /* wait-strategy=spin: the task polls before sleeping */
+  std::atomic<bool> spin_for_work {false};  /* wait-strategy=spin: the task polls first */
   unsigned outstanding = 0;     /* queued items + the one being pushed */
   unsigned gpu_in_flight = 0;   /* submitted to gpu, not yet waited for */
   std::atomic<bool> flushing {false};
@@ -443,7 +443,10 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
   }
   {
     std::unique_lock<std::mutex> lock (st->lock);
-    st->changed.wait (lock, [st] { return !st->queue.empty () || st->flushing.load (); });
+    /* A flush pauses the task only once nothing is outstanding: a batch the
+     * chain has reserved a place for is still on its way to the queue. */
+    st->changed.wait (lock, [st] {
+          return !st->queue.empty () || (st->flushing.load () && st->outstanding == 0);});
     if (st->queue.empty ()) {
       gst_pad_pause_task (self->srcpad);
       return;
@@ -553,6 +556,8 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
     }
     case GST_EVENT_FLUSH_START:
       if (st) {
+        /* Under the lock, or a waiter that just checked could sleep through it. */
+        std::lock_guard<std::mutex> lock (st->lock);
         st->flushing = true;
         st->changed.notify_all ();
       }
@@ -623,8 +628,11 @@ gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadM
     st->last_flow = GST_FLOW_OK;
     return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
   }
-  st->flushing = true;
-  st->changed.notify_all ();
+  {
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->flushing = true;
+    st->changed.notify_all ();
+  }
   return gst_pad_stop_task (pad);
 }
 
@@ -778,9 +786,9 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
   if (results_size > gpp_pinned_allocator_capacity (st->results_allocator)) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
-            "(%" G_GSIZE_FORMAT " bytes) do not fit the %u MiB results pool; raise pool-size "
+            "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
             "or lower batch-size.", item.count, results_size,
-            3 * self->pool_size_mib), (NULL));
+            kResultsPoolFactor * self->pool_size_mib), (NULL));
     discard_item (item);
     return GST_FLOW_ERROR;
   }
@@ -803,6 +811,10 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
       discard_item (item);
       return GST_FLOW_FLUSHING;
     }
+    /* Reserve the slot and the place in the order now, under the lock, so a
+     * flush that starts meanwhile waits for this batch to reach the queue. */
+    st->gpu_in_flight++;
+    st->outstanding++;
   }
   std::string error;
   if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
@@ -810,13 +822,15 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not start a batch in mode=%s.",
             gpp::mode_name (mode)), ("%s", error.c_str ()));
     discard_item (item);
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->gpu_in_flight--;
+    st->outstanding--;
+    st->changed.notify_all ();
     return GST_FLOW_ERROR;
   }
   std::lock_guard<std::mutex> lock (st->lock);
-  st->gpu_in_flight++;
   st->queue.push_back (item);
   st->queued++;
-  st->outstanding++;
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);
     self->stats->max_in_flight = MAX (self->stats->max_in_flight, st->gpu_in_flight);
@@ -931,7 +945,7 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
     /* Results are read by the CPU: never write-combined. */
     const auto results_kind = kind == gpp::HostMemoryKind::WriteCombined ?
         gpp::HostMemoryKind::Default : kind;
-    /* A record is 128 bytes; a packet takes at least 48 in a batch. */
+    /* A record is 128 bytes; a packet takes at least 32 in a batch. */
     const size_t results_bytes = kResultsPoolFactor * bytes;
     auto input = gpp::make_host_arena (device, bytes, kind, &error);
     auto results = input ? gpp::make_host_arena (device, results_bytes, results_kind,
@@ -954,6 +968,31 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
   }
   GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only", st->no_pool_reason.c_str ());
   return TRUE;
+}
+
+/* Retires what the GPU still holds, then frees the streaming state; pads are
+ * inactive and the task has stopped. */
+static void
+gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
+{
+  /* Pads are inactive and the task has stopped: retire what the GPU holds. */
+  GppProcState *st = self->state;
+  while (!st->queue.empty ()) {
+    PendingItem item = st->queue.front ();
+    st->queue.pop_front ();
+    st->queued--;
+    if (!item.event) {
+      std::string ignored;
+      st->gpu->wait_oldest (&ignored);
+    }
+    discard_item (item);
+  }
+  gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
+  GST_OBJECT_LOCK (self);
+  self->state = nullptr;
+  GST_OBJECT_UNLOCK (self);
+  delete st;
+  self->linktype = -1;
 }
 
 static GstStateChangeReturn
@@ -1006,26 +1045,10 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
   GstStateChangeReturn ret = GST_ELEMENT_CLASS (parent_class)->change_state (element,
       transition);
 
-  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY && self->state) {
-    /* Pads are inactive and the task has stopped: retire what the GPU holds. */
-    GppProcState *st = self->state;
-    while (!st->queue.empty ()) {
-      PendingItem item = st->queue.front ();
-      st->queue.pop_front ();
-      st->queued--;
-      if (!item.event) {
-        std::string ignored;
-        st->gpu->wait_oldest (&ignored);
-      }
-      discard_item (item);
-    }
-    gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
-    GST_OBJECT_LOCK (self);
-    self->state = nullptr;
-    GST_OBJECT_UNLOCK (self);
-    delete st;
-    self->linktype = -1;
-  }
+  const bool failed_start = transition == GST_STATE_CHANGE_READY_TO_PAUSED &&
+      ret == GST_STATE_CHANGE_FAILURE;
+  if ((transition == GST_STATE_CHANGE_PAUSED_TO_READY || failed_start) && self->state)
+    gst_gpu_packet_proc_teardown (self);
   return ret;
 }
 
@@ -1337,7 +1360,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           1, MAX_NUM_STREAMS, DEFAULT_NUM_STREAMS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
       g_param_spec_uint ("pool-size", "Pinned pool size",
-          "MiB of pinned (page-locked) host memory for batches, and three times as "
+          "MiB of pinned (page-locked) host memory for batches, and four times as "
           "much for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
           "(mode=cpu only). Limits the largest batch",
           0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));

@@ -1680,7 +1680,7 @@ int section_pools() {
   pusher.join();
   const std::string errors = p->all_errors();
   if (flow.load() == GST_FLOW_OK) {
-    // The results pool is three times pool-size, enough for any batch that
+    // The results pool is four times pool-size, enough for any batch that
     // fits the batch pool: the results must come out.
     const int64_t out_deadline = now_us() + 20 * 1000000;
     while (!results && now_us() < out_deadline) {
