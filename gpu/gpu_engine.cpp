@@ -467,6 +467,7 @@ std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &setting
   }
   try {
     GPP_CUDA_TRY(cudaSetDevice(settings.device_id));
+    GPP_CUDA_TRY(preload_kernels());
     if (mode == Mode::Persistent)
       return std::make_unique<PersistentEngine>(settings, settings.max_batch_bytes);
     if (mode == Mode::Cpu) {

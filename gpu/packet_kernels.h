@@ -40,6 +40,11 @@ struct ProcessKernelArgs {
 // Fills `node` to launch the process kernel over args->packet_count packets.
 void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *node);
 
+// Loads every kernel of the library now.  CUDA loads modules lazily, and a
+// first launch waits for all running kernels — for ever while a persistent
+// kernel runs — so engines load theirs up front.
+[[nodiscard]] cudaError_t preload_kernels();
+
 // ---- persistent mode ---------------------------------------------------
 // The work queue lives in mapped pinned memory: the host fills a job, then
 // rings its doorbell; the resident kernel stages the batch into device
