@@ -43,7 +43,7 @@ enum class HostMemoryKind : int {
 };
 
 // One cudaHostAlloc block, allocated once and carved into buffers with a
-// first-fit free list.  Thread-safe.  Buffers are GPP_ARENA_ALIGN aligned.
+// first-fit free list.  Thread-safe.  Buffers are kAlign (256-byte) aligned.
 class HostArena {
 public:
   static constexpr size_t kAlign = 256;
