@@ -34,7 +34,8 @@ GPP_GPU_MODES_PROPS="acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-pa
   run modes-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
-# ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 ... libhyperscan5
+# ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
+#     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
 if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
   TAIL=8 run cpu-peers build/bench/gpupacket-cpu-peers ../shared/data
 else
