@@ -77,7 +77,7 @@ bool parse_prefix(const std::string &text, uint8_t *addr, uint8_t *len, uint8_t 
   errno = 0;
   const unsigned long bits = std::strtoul(l.c_str(), &end, 10);
   const unsigned long max = *version == 4 ? 32 : 128;
-  if (l.empty() || *end || errno || bits > max) {
+  if (l.empty() || !std::isdigit(static_cast<unsigned char>(l[0])) || *end || errno || bits > max) {
     *why = "prefix length \"" + l + "\" is not 0.." + std::to_string(max);
     return false;
   }
@@ -128,8 +128,9 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
   rule->dport_lo = static_cast<uint16_t>(v[2]);
   rule->dport_hi = static_cast<uint16_t>(v[3]);
   unsigned long proto, mask;
-  if (!c.number(255, &proto) || !c.expect('/') || !c.number(255, &mask)) {
-    *why = "expected PROTO/MASK (numbers 0..255)";
+  if (!c.number(255, &proto) || !c.expect('/') || !c.number(255, &mask) ||
+      (c.i < line.size() && !std::isspace(static_cast<unsigned char>(line[c.i])))) {
+    *why = "expected PROTO/MASK (numbers 0..255) followed by a space or the end of the line";
     return false;
   }
   rule->proto = static_cast<uint8_t>(proto);

@@ -40,7 +40,8 @@ struct DpiBlobHeader {
 };
 
 // Scans `len` payload bytes; fills dpi_pattern (-1 when nothing matched) and
-// dpi_hits (all occurrences of all patterns, overlapping ones included).
+// dpi_hits (all occurrences of all patterns, overlapping ones included,
+// saturating at 2^32 - 1).
 GPP_DPI_HD inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uint32_t len,
                                 GppResult &r) {
   const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
@@ -58,7 +59,8 @@ GPP_DPI_HD inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uin
       if (a == 1 && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
       s = next[s * 256u + c];
       if (count[s]) {
-        hits += count[s];
+        const uint32_t room = 0xffffffffu - hits;
+        hits += count[s] < room ? count[s] : room; // saturates
         if (best < 0 || min_id[s] < best) best = min_id[s];
       }
     }

@@ -106,6 +106,12 @@ bool parse_rule_contents(const std::string &line, std::vector<DpiPattern> *out, 
     *why = "unterminated quoted string";
     return false;
   }
+  // The text after the last ';' must be only the closing parenthesis.
+  const std::string rest = trim(current);
+  if (!rest.empty() && rest != ")") {
+    *why = "option \"" + rest + "\" is not ended by ';'";
+    return false;
+  }
   bool last_is_content = false;
   for (const std::string &opt : options) {
     if (opt.compare(0, 8, "content:") == 0) {
@@ -151,7 +157,7 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
     any = true;
     uint32_t s = 0;
     for (unsigned char c : patterns[id].bytes) {
-      if (nocase) c = static_cast<unsigned char>(std::tolower(c));
+      if (nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A')); // as dpi_scan
       if (go[s][c] == kNone) {
         if (go.size() == kMaxDpiStates) {
           *why = "the patterns need more than " + std::to_string(kMaxDpiStates) +
@@ -257,14 +263,14 @@ void DpiPatternSet::naive_scan(const uint8_t *payload, uint32_t len, int32_t *pa
       bool match = true;
       for (size_t k = 0; k < p.bytes.size() && match; ++k) {
         unsigned char a = payload[at + k], b = static_cast<unsigned char>(p.bytes[k]);
-        if (p.nocase) {
-          a = static_cast<unsigned char>(std::tolower(a));
-          b = static_cast<unsigned char>(std::tolower(b));
+        if (p.nocase) { // ASCII letters only, as dpi_scan
+          if (a >= 'A' && a <= 'Z') a = static_cast<unsigned char>(a + ('a' - 'A'));
+          if (b >= 'A' && b <= 'Z') b = static_cast<unsigned char>(b + ('a' - 'A'));
         }
         match = a == b;
       }
       if (match) {
-        ++*hits;
+        if (*hits != 0xffffffffu) ++*hits; // saturates, as dpi_scan
         if (*pattern < 0) *pattern = static_cast<int32_t>(id);
       }
     }
@@ -289,7 +295,7 @@ std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
       }
     } else {
       DpiPattern p;
-      if (!decode(line, false, &p.bytes, &why)) {
+      if (!decode(line, false, &p.bytes, &why) || (p.bytes.empty() && (why = "empty pattern", true))) {
         *error = name + ":" + std::to_string(number) + ": " + why;
         return nullptr;
       }

@@ -37,7 +37,7 @@ public:
 };
 
 constexpr size_t kMaxDpiPatterns = 100000;
-constexpr size_t kMaxDpiStates = 1u << 18; // 256 MiB of tables at most
+constexpr size_t kMaxDpiStates = 1u << 18; // per automaton: 256 MiB of tables, 512 MiB for both
 
 std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
                                                         const std::string &name,

@@ -24,6 +24,15 @@ uint32_t l4_header_length(uint8_t proto) {
 } // namespace
 
 TrafficGenerator::TrafficGenerator(const TrafficSpec &spec) : spec_(spec), rng_(spec.seed) {
+  // Rules a generated header can match: ones admitting TCP or UDP, or whose
+  // port ranges include 0 (the ports of portless protocols).
+  if (spec.acl)
+    for (size_t i = 0; i < spec.acl->rules.size(); ++i) {
+      const ParsedAclRule &r = spec.acl->rules[i];
+      const bool tcp_or_udp = r.proto_mask == 0 || (6 & r.proto_mask) == (r.proto & r.proto_mask) ||
+                              (17 & r.proto_mask) == (r.proto & r.proto_mask);
+      if (tcp_or_udp || (r.sport_lo == 0 && r.dport_lo == 0)) matchable_rules_.push_back(i);
+    }
   const bool mix = spec.profile == TrafficProfile::Mix;
   flows_.resize(std::max(1u, spec.flows));
   for (Flow &f : flows_) {
@@ -63,9 +72,12 @@ TrafficGenerator::Flow TrafficGenerator::flow_from_rule(const ParsedAclRule &rul
   }
   f.sport = static_cast<uint16_t>(rule.sport_lo + rng_() % (rule.sport_hi - rule.sport_lo + 1u));
   f.dport = static_cast<uint16_t>(rule.dport_lo + rng_() % (rule.dport_hi - rule.dport_lo + 1u));
-  f.proto = rule.proto_mask == 0 ? (rng_() % 2 ? 6 : 17)
-                                 : static_cast<uint8_t>((rule.proto & rule.proto_mask) |
-                                                        (rng_() & ~rule.proto_mask));
+  // A protocol the rule admits: TCP or UDP where it can (they carry the
+  // ports), else the rule's own, which then matches with ports 0.
+  const auto admits = [&](uint8_t p) { return (p & rule.proto_mask) == (rule.proto & rule.proto_mask); };
+  if (rule.proto_mask == 0) f.proto = rng_() % 2 ? 6 : 17;
+  else if (admits(6) || admits(17)) f.proto = admits(6) && (!admits(17) || rng_() % 2) ? 6 : 17;
+  else f.proto = static_cast<uint8_t>(rule.proto & rule.proto_mask);
   return f;
 }
 
@@ -81,12 +93,14 @@ uint32_t TrafficGenerator::frame_length() {
 }
 
 const std::vector<uint8_t> &TrafficGenerator::next() {
-  const bool from_rule = spec_.acl && !spec_.acl->rules.empty() &&
+  const bool from_rule = !matchable_rules_.empty() &&
                          std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.acl_rate;
-  const Flow f = from_rule ? flow_from_rule(spec_.acl->rules[rng_() % spec_.acl->rules.size()])
-                           : flows_[rng_() % flows_.size()];
-  const bool fragment = spec_.profile == TrafficProfile::Mix && f.ip_version == 4 &&
-                        rng_() % 50 == 0;
+  const Flow f =
+      from_rule ? flow_from_rule(spec_.acl->rules[matchable_rules_[rng_() % matchable_rules_.size()]])
+                : flows_[rng_() % flows_.size()];
+  // Rule-derived headers stay whole: a later fragment has no ports to match with.
+  const bool fragment = !from_rule && spec_.profile == TrafficProfile::Mix &&
+                        f.ip_version == 4 && rng_() % 50 == 0;
   build(f, frame_length(), fragment);
   return frame_;
 }
@@ -134,7 +148,7 @@ void TrafficGenerator::build(const Flow &f, uint32_t length, bool fragment) {
   uint8_t *payload = seg + l4;
   const uint32_t payload_length = l4_length - l4;
   for (uint32_t i = 0; i < payload_length; ++i) payload[i] = static_cast<uint8_t>(rng_());
-  if (spec_.dpi && !spec_.dpi->patterns.empty() && l4 &&
+  if (spec_.dpi && !spec_.dpi->patterns.empty() && l4 && (f.proto == 6 || f.proto == 17) &&
       std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.dpi_rate) {
     const std::string &pattern = spec_.dpi->patterns[rng_() % spec_.dpi->patterns.size()].bytes;
     if (pattern.size() <= payload_length)

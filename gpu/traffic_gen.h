@@ -26,6 +26,7 @@ struct TrafficSpec {
   uint32_t flows = 1024;
   uint32_t seed = 1;
   double acl_rate = 0;                 // share of packets whose header comes from a rule
+                                       // (one it can match: see matchable_rules_)
   const AclRuleSet *acl = nullptr;
   double dpi_rate = 0;                 // share of packets carrying a pattern
   const DpiPatternSet *dpi = nullptr;
@@ -54,6 +55,7 @@ private:
   TrafficSpec spec_;
   std::mt19937 rng_;
   std::vector<Flow> flows_;
+  std::vector<size_t> matchable_rules_; // rules a generated header can match
   std::vector<uint8_t> frame_;
 };
 

@@ -21,9 +21,10 @@
 #include "gstpackettestsrc.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "batch_builder.h"
@@ -39,6 +40,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_packet_test_src_debug);
 #define DEFAULT_RING_BATCHES 16
 #define DEFAULT_RATE 0
 #define DEFAULT_RATE_SHARE 0.0
+/* The generated ring stays below this (frames are at most 1518 bytes). */
+#define MAX_RING_BYTES (G_GUINT64_CONSTANT (2) << 30)
 
 enum
 {
@@ -68,6 +71,9 @@ struct _GstPacketTestSrc
 
   /* streaming state, between start and stop */
   std::vector<std::vector<uint8_t>> *ring;
+  std::mutex *pace_lock;        /* rate pacing waits, cut short by unlock */
+  std::condition_variable *pace_wake;
+  bool unlocking;
   guint64 batches_out, packets_out;
   std::chrono::steady_clock::time_point started;
 };
@@ -131,19 +137,34 @@ gst_packet_test_src_start (GstBaseSrc * base)
   spec.acl = acl.get ();
   spec.dpi = dpi.get ();
 
-  /* Generated here, on READY→PAUSED, so streaming only copies. */
-  gpp::TrafficGenerator generator (spec);
-  gpp::BatchBuilder builder;
-  auto ring = std::make_unique<std::vector<std::vector<uint8_t>>> ();
-  for (guint b = 0; b < ring_batches; b++) {
-    builder.reset (GPP_LINKTYPE_ETHERNET);
-    for (guint i = 0; i < batch_size; i++) {
-      const std::vector<uint8_t> &frame = generator.next ();
-      builder.add (frame.data (), (uint32_t) frame.size (), (uint32_t) frame.size (), 0, 0);
-    }
-    ring->push_back (builder.finish ());
+  const guint64 worst_case = (guint64) batch_size * ring_batches * 1536;
+  if (worst_case > MAX_RING_BYTES) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("batch-size %u x ring-batches %u "
+            "could take %" G_GUINT64_FORMAT " MiB; keep their product under %" G_GUINT64_FORMAT
+            " packets.", batch_size, ring_batches, worst_case >> 20, MAX_RING_BYTES / 1536),
+        (NULL));
+    return FALSE;
   }
-  self->ring = ring.release ();
+  /* Generated here, on READY→PAUSED, so streaming only copies. */
+  try {
+    gpp::TrafficGenerator generator (spec);
+    gpp::BatchBuilder builder;
+    auto ring = std::make_unique<std::vector<std::vector<uint8_t>>> ();
+    for (guint b = 0; b < ring_batches; b++) {
+      builder.reset (GPP_LINKTYPE_ETHERNET);
+      for (guint i = 0; i < batch_size; i++) {
+        const std::vector<uint8_t> &frame = generator.next ();
+        builder.add (frame.data (), (uint32_t) frame.size (), (uint32_t) frame.size (), 0, 0);
+      }
+      ring->push_back (builder.finish ());
+    }
+    self->ring = ring.release ();
+  } catch (const std::bad_alloc &) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Out of memory generating %u batches "
+            "of %u packets.", ring_batches, batch_size), (NULL));
+    return FALSE;
+  }
+  self->unlocking = false;
   self->batches_out = self->packets_out = 0;
   self->started = std::chrono::steady_clock::now ();
   return TRUE;
@@ -169,10 +190,14 @@ gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
   const std::vector<uint8_t> &batch = (*self->ring)[self->batches_out % self->ring->size ()];
   const auto *header = reinterpret_cast<const GppBatchHeader *> (batch.data ());
   if (rate > 0) {
-    /* Pace whole batches: batch k starts when k batches' packets are due. */
+    /* Pace whole batches: batch k starts when k batches' packets are due.
+     * The wait ends early on unlock (flush, PAUSED→READY). */
     const auto due = self->started + std::chrono::nanoseconds ((guint64) (
             (double) self->packets_out / (double) rate * 1e9));
-    std::this_thread::sleep_until (due);
+    std::unique_lock<std::mutex> lock (*self->pace_lock);
+    self->pace_wake->wait_until (lock, due, [self] { return self->unlocking; });
+    if (self->unlocking)
+      return GST_FLOW_FLUSHING;
   }
 
   GstAllocator *allocator = NULL;
@@ -182,7 +207,13 @@ gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
   if (allocator)
     gst_object_unref (allocator);
   GstMapInfo map;
-  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  if (!buf || !gst_buffer_map (buf, &map, GST_MAP_WRITE)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
+        ("Could not allocate a %zu-byte packet batch.", batch.size ()), (NULL));
+    if (buf)
+      gst_buffer_unref (buf);
+    return GST_FLOW_ERROR;
+  }
   memcpy (map.data, batch.data (), batch.size ());
   /* Fresh numbers and capture times for every replay. */
   auto *descs = reinterpret_cast<GppPacketDesc *> (map.data + header->header_size);
@@ -198,6 +229,25 @@ gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
   self->batches_out++;
   *out = buf;
   return GST_FLOW_OK;
+}
+
+static gboolean
+gst_packet_test_src_unlock (GstBaseSrc * base)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
+  std::lock_guard<std::mutex> lock (*self->pace_lock);
+  self->unlocking = true;
+  self->pace_wake->notify_all ();
+  return TRUE;
+}
+
+static gboolean
+gst_packet_test_src_unlock_stop (GstBaseSrc * base)
+{
+  GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
+  std::lock_guard<std::mutex> lock (*self->pace_lock);
+  self->unlocking = false;
+  return TRUE;
 }
 
 static void
@@ -295,6 +345,8 @@ gst_packet_test_src_finalize (GObject * object)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
   delete self->ring;
+  delete self->pace_lock;
+  delete self->pace_wake;
   g_free (self->acl_rules);
   g_free (self->dpi_patterns);
   G_OBJECT_CLASS (parent_class)->finalize (object);
@@ -353,6 +405,8 @@ gst_packet_test_src_class_init (GstPacketTestSrcClass * klass)
       "gpupacket developers");
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_packet_test_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_packet_test_src_stop);
+  basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_packet_test_src_unlock);
+  basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_packet_test_src_unlock_stop);
   GST_PUSH_SRC_CLASS (klass)->create = GST_DEBUG_FUNCPTR (gst_packet_test_src_create);
 
   gst_type_mark_as_plugin_api (GST_TYPE_PACKET_TEST_SRC_PROFILE, (GstPluginAPIFlags) 0);
@@ -374,4 +428,7 @@ gst_packet_test_src_init (GstPacketTestSrc * self)
   self->acl_rate = DEFAULT_RATE_SHARE;
   self->dpi_rate = DEFAULT_RATE_SHARE;
   self->ring = nullptr;
+  self->pace_lock = new std::mutex ();
+  self->pace_wake = new std::condition_variable ();
+  self->unlocking = false;
 }

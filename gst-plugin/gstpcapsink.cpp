@@ -50,6 +50,7 @@ struct _GstPcapSink
   pcap_dumper_t *dumper;
   guint linktype;
   guint64 written;
+  gboolean failed;              /* an error was posted: write no empty file */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -102,6 +103,10 @@ gst_pcap_sink_open (GstPcapSink * self, guint linktype)
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_WRITE,
         ("Could not write capture file \"%s\": %s", location,
             self->dead ? pcap_geterr (self->dead) : "libpcap refused the link type"), (NULL));
+    if (self->dead)
+      pcap_close (self->dead);
+    self->dead = NULL;
+    self->failed = TRUE;
     g_free (location);
     return FALSE;
   }
@@ -122,23 +127,52 @@ gst_pcap_sink_start (GstBaseSink * base)
         ("No output file given: set the \"location\" property."), (NULL));
     return FALSE;
   }
-  self->written = 0;
   return TRUE;
 }
 
+/* Flushes what was written; FALSE (error posted) when the file could not
+ * take it, e.g. a full disk. */
 static gboolean
-gst_pcap_sink_stop (GstBaseSink * base)
+gst_pcap_sink_flush_output (GstPcapSink * self)
 {
-  GstPcapSink *self = GST_PCAP_SINK (base);
-  /* An empty stream still leaves a valid (empty) capture. */
-  if (!self->dumper && !gst_pcap_sink_open (self, GPP_LINKTYPE_ETHERNET))
-    return FALSE;
-  pcap_dump_close (self->dumper);
-  pcap_close (self->dead);
+  if (pcap_dump_flush (self->dumper) == 0 && !ferror (pcap_dump_file (self->dumper)))
+    return TRUE;
+  GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write to the capture file \"%s\".",
+          self->location), GST_ERROR_SYSTEM);
+  self->failed = TRUE;
+  return FALSE;
+}
+
+/* Ends one stream's file: each READY→PAUSED starts a new one at `location`
+ * (it may have changed in READY); an empty stream still leaves a valid file. */
+static void
+gst_pcap_sink_close_output (GstPcapSink * self)
+{
+  if (!self->dumper && !self->failed)
+    gst_pcap_sink_open (self, GPP_LINKTYPE_ETHERNET);
+  if (self->dumper) {
+    gst_pcap_sink_flush_output (self);
+    pcap_dump_close (self->dumper);
+    pcap_close (self->dead);
+    GST_INFO_OBJECT (self, "wrote %" G_GUINT64_FORMAT " packets", self->written);
+  }
   self->dumper = NULL;
   self->dead = NULL;
-  GST_INFO_OBJECT (self, "wrote %" G_GUINT64_FORMAT " packets", self->written);
-  return TRUE;
+}
+
+static GstStateChangeReturn
+gst_pcap_sink_change_state (GstElement * element, GstStateChange transition)
+{
+  GstPcapSink *self = GST_PCAP_SINK (element);
+  if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
+    self->written = 0;
+    self->failed = FALSE;
+  }
+  GstStateChangeReturn ret = GST_ELEMENT_CLASS (parent_class)->change_state (element,
+      transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY)
+    gst_pcap_sink_close_output (self);
+  return ret;
 }
 
 static gboolean
@@ -146,7 +180,7 @@ gst_pcap_sink_event (GstBaseSink * base, GstEvent * event)
 {
   GstPcapSink *self = GST_PCAP_SINK (base);
   if (GST_EVENT_TYPE (event) == GST_EVENT_EOS && self->dumper)
-    pcap_dump_flush (self->dumper);
+    gst_pcap_sink_flush_output (self);
   return GST_BASE_SINK_CLASS (parent_class)->event (base, event);
 }
 
@@ -201,6 +235,12 @@ gst_pcap_sink_render (GstBaseSink * base, GstBuffer * buffer)
         hdr.len = descs[i].wirelen;
         pcap_dump (reinterpret_cast<u_char *> (self->dumper), &hdr, batch.data + descs[i].offset);
         self->written++;
+      }
+      if (ferror (pcap_dump_file (self->dumper))) {
+        GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write to the capture file "
+                "\"%s\".", self->location), GST_ERROR_SYSTEM);
+        self->failed = TRUE;
+        ret = GST_FLOW_ERROR;
       }
     }
   }
@@ -285,7 +325,7 @@ gst_pcap_sink_class_init (GstPcapSinkClass * klass)
       "optionally only those with a given ACL verdict", "gpupacket developers");
 
   basesink_class->start = GST_DEBUG_FUNCPTR (gst_pcap_sink_start);
-  basesink_class->stop = GST_DEBUG_FUNCPTR (gst_pcap_sink_stop);
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_pcap_sink_change_state);
   basesink_class->render = GST_DEBUG_FUNCPTR (gst_pcap_sink_render);
   basesink_class->event = GST_DEBUG_FUNCPTR (gst_pcap_sink_event);
 
@@ -298,5 +338,8 @@ gst_pcap_sink_init (GstPcapSink * self)
 {
   self->location = g_strdup (DEFAULT_LOCATION);
   self->verdict = DEFAULT_VERDICT;
+  self->dead = NULL;
+  self->dumper = NULL;
+  self->failed = FALSE;
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
 }

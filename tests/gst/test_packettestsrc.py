@@ -88,6 +88,18 @@ run("rate=10000 num-buffers=20 batch-size=100")
 elapsed = time.monotonic() - start
 check("rate paces the batches", elapsed >= 0.17, f"{elapsed:.2f} s")
 
+# A slow rate never holds up a stop: the pacing wait ends on unlock.
+proc = subprocess.Popen([GST_LAUNCH, "-q", "packettestsrc", "rate=1", "batch-size=64", "!",
+                         "fakesink"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(1.5)
+proc.send_signal(2)  # SIGINT: gst-launch-1.0 stops the pipeline (to NULL)
+try:
+    proc.wait(timeout=10)
+    check("stop during a rate wait", True)
+except subprocess.TimeoutExpired:
+    proc.kill()
+    check("stop during a rate wait", False, "still waiting 10 s after SIGINT")
+
 # Bad input: a clear error naming the file.
 proc = run("acl-rules=/nonexistent.rules acl-rate=0.5 num-buffers=1", expect_ok=False)
 check("missing rule file is an error", proc.returncode != 0 and "/nonexistent.rules" in proc.stderr)

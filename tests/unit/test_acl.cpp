@@ -1094,3 +1094,17 @@ TEST(AclParser, EmptyTextMatchesNothing) {
 }
 
 } // namespace
+
+TEST(AclParser, FieldsMustBeWholeTokens) {
+  std::string error;
+  // "6/255drop" is not PROTO/MASK followed by an action, "/+8" no prefix length.
+  EXPECT_FALSE(gpp::parse_acl_rules("@1.2.3.0/24 0.0.0.0/0 0 : 65535 0 : 65535 6/255drop\n",
+                                    "t.rules", &error));
+  EXPECT_NE(error.find("t.rules:1:"), std::string::npos) << error;
+  EXPECT_FALSE(gpp::parse_acl_rules("@1.2.3.0/+8 0.0.0.0/0 0 : 65535 0 : 65535 6/255\n",
+                                    "t.rules", &error));
+  EXPECT_NE(error.find("t.rules:1:"), std::string::npos) << error;
+  EXPECT_TRUE(gpp::parse_acl_rules("@1.2.3.0/24 0.0.0.0/0 0 : 65535 0 : 65535 6/255 drop\n",
+                                   "t.rules", &error))
+      << error;
+}

@@ -74,6 +74,10 @@ TEST(DpiParse, ErrorsNameFileAndLine) {
   EXPECT_NE(error.find("unterminated"), std::string::npos) << error;
   EXPECT_FALSE(parse("alert tcp any any -> any any (content:\"open; sid:1;)\n", &error));
   EXPECT_NE(error.find("test.patterns:1:"), std::string::npos) << error;
+  EXPECT_FALSE(parse("abc\n||\n", &error)); // an empty pattern would match everywhere
+  EXPECT_NE(error.find("test.patterns:2: empty pattern"), std::string::npos) << error;
+  EXPECT_FALSE(parse("alert tcp any any -> any any (msg:\"x\"; content:\"abc\")\n", &error));
+  EXPECT_NE(error.find("test.patterns:1:"), std::string::npos) << error;
   EXPECT_FALSE(gpp::load_dpi_patterns("/nonexistent/patterns", &error));
   EXPECT_NE(error.find("/nonexistent/patterns"), std::string::npos);
   EXPECT_FALSE(gpp::load_dpi_patterns("/", &error));
@@ -94,6 +98,19 @@ TEST(DpiScan, OverlapsAreAllCountedAndTheSmallestIdWins) {
   scan(*set, "zzzz", &id, &hits);
   EXPECT_EQ(id, 3);
   EXPECT_EQ(hits, 2u);
+}
+
+TEST(DpiScan, HitsSaturateInsteadOfWrapping) {
+  std::string text;
+  for (int i = 0; i < 70000; ++i) text += "a\n"; // 70,000 patterns, all "a"
+  std::string error;
+  auto set = parse(text, &error);
+  ASSERT_TRUE(set) << error;
+  int32_t id;
+  uint32_t hits;
+  scan(*set, std::string(70000, 'a'), &id, &hits); // 4.9e9 occurrences
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(hits, 0xffffffffu);
 }
 
 TEST(DpiScan, NocaseFoldsOnlyItsOwnPatterns) {
