@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "batch_builder.h"
+#include "batchbuffer.h"
 #include "traffic_gen.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_packet_test_src_debug);
@@ -200,20 +201,10 @@ gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
       return GST_FLOW_FLUSHING;
   }
 
-  GstAllocator *allocator = NULL;
-  GstAllocationParams params;
-  gst_base_src_get_allocator (GST_BASE_SRC (src), &allocator, &params);
-  GstBuffer *buf = gst_buffer_new_allocate (allocator, batch.size (), &params);
-  if (allocator)
-    gst_object_unref (allocator);
   GstMapInfo map;
-  if (!buf || !gst_buffer_map (buf, &map, GST_MAP_WRITE)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not allocate a %zu-byte packet batch.", batch.size ()), (NULL));
-    if (buf)
-      gst_buffer_unref (buf);
+  GstBuffer *buf = gpp_src_alloc_batch (GST_BASE_SRC (src), batch.size (), &map);
+  if (!buf)
     return GST_FLOW_ERROR;
-  }
   memcpy (map.data, batch.data (), batch.size ());
   /* Fresh numbers and capture times for every replay. */
   auto *descs = reinterpret_cast<GppPacketDesc *> (map.data + header->header_size);

@@ -25,6 +25,7 @@
 #include <string>
 
 #include "batch_builder.h"
+#include "batchbuffer.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define GST_CAT_DEFAULT gst_pcap_src_debug
@@ -242,20 +243,10 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
     return GST_FLOW_EOS;
   }
 
-  GstAllocator *allocator = NULL;
-  GstAllocationParams params;
-  gst_base_src_get_allocator (base, &allocator, &params);
-  GstBuffer *buf = gst_buffer_new_allocate (allocator, st->builder.size (), &params);
-  if (allocator)
-    gst_object_unref (allocator);
-  if (!buf) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT,
-        ("Could not allocate a %" G_GSIZE_FORMAT "-byte packet batch",
-            st->builder.size ()), (NULL));
-    return GST_FLOW_ERROR;
-  }
   GstMapInfo map;
-  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  GstBuffer *buf = gpp_src_alloc_batch (base, st->builder.size (), &map);
+  if (!buf)
+    return GST_FLOW_ERROR;
   st->builder.write (map.data);
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
