@@ -1,8 +1,10 @@
 // Multi-pattern payload matching shared by CPU and GPU: Aho-Corasick
-// automata compiled to full transition tables (one 256-entry row per state),
-// so matching is one table load per payload byte with no failure-link loops,
-// the same on both processors.  Case-sensitive and `nocase` patterns live in
-// two automata; the second reads the payload folded to lower case.  Each
+// automata compiled to full transition tables, so matching is one table load
+// per payload byte with no failure-link loops, the same on both processors.
+// Rows are indexed by byte class, not byte: every byte that occurs in no
+// pattern shares class 0, which shrinks the tables several-fold (they stay
+// in cache).  Case-sensitive and `nocase` patterns live in two automata; the
+// second's class map folds upper-case letters onto lower-case ones.  Each
 // state records how many patterns end there (its dictionary-suffix chain
 // included) and the smallest such pattern id, so overlapping occurrences are
 // all counted.  The set is one flat blob of offsets, copied to the device once.
@@ -24,10 +26,13 @@ constexpr uint32_t kDpiBlobMagic = 0x49504450; // "PDPI"
 constexpr int kDpiAutomata = 2;                // 0: case-sensitive, 1: nocase
 
 struct DpiAutomaton {
-  uint32_t states;          // 0 = no patterns of this kind
-  uint32_t next_offset;     // uint32_t[states * 256]
+  uint32_t states;           // 0 = no patterns of this kind
+  uint32_t classes;          // byte classes: row width of the transition table
+  uint32_t next_offset;      // uint32_t[states * classes]
   uint32_t out_count_offset; // uint32_t[states]: patterns ending in this state
-  uint32_t out_min_offset;  // int32_t[states]: smallest of them, -1 if none
+  uint32_t out_min_offset;   // int32_t[states]: smallest of them, -1 if none
+  uint32_t reserved;
+  uint8_t byte_class[256];   // payload byte -> class
 };
 
 struct DpiBlobHeader {
@@ -55,9 +60,7 @@ GPP_DPI_HD inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uin
     const auto *min_id = reinterpret_cast<const int32_t *>(blob + am.out_min_offset);
     uint32_t s = 0;
     for (uint32_t i = 0; i < len; ++i) {
-      uint8_t c = payload[i];
-      if (a == 1 && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
-      s = next[s * 256u + c];
+      s = next[s * am.classes + am.byte_class[payload[i]]];
       if (count[s]) {
         const uint32_t room = 0xffffffffu - hits;
         hits += count[s] < room ? count[s] : room; // saturates

@@ -211,6 +211,22 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// Byte classes of one automaton: class 0 for every byte no pattern uses
+// (their transitions are alike in every state), one class per used byte;
+// for nocase, upper-case letters share their lower-case letter's class.
+uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint8_t *byte_class) {
+  std::array<bool, 256> used{};
+  for (const DpiPattern &p : patterns)
+    if (p.nocase == nocase)
+      for (unsigned char c : p.bytes) used[nocase && c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c] = true;
+  const size_t used_count = std::count(used.begin(), used.end(), true);
+  uint32_t classes = used_count == 256 ? 0 : 1; // all bytes used: no shared class 0
+  for (int c = 0; c < 256; ++c) byte_class[c] = used[c] ? static_cast<uint8_t>(classes++) : 0;
+  if (nocase)
+    for (int c = 'A'; c <= 'Z'; ++c) byte_class[c] = byte_class[c + ('a' - 'A')];
+  return classes;
+}
+
 bool build_blob(DpiPatternSet &set, std::string *why) {
   Automaton am[kDpiAutomata];
   for (int a = 0; a < kDpiAutomata; ++a)
@@ -222,12 +238,14 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   size_t offset = align16(sizeof h);
   for (int a = 0; a < kDpiAutomata; ++a) {
     const size_t states = am[a].next.size();
-    h.automata[a].states = static_cast<uint32_t>(states);
-    h.automata[a].next_offset = static_cast<uint32_t>(offset);
-    offset = align16(offset + states * 256 * sizeof(uint32_t));
-    h.automata[a].out_count_offset = static_cast<uint32_t>(offset);
+    DpiAutomaton &d = h.automata[a];
+    d.states = static_cast<uint32_t>(states);
+    d.classes = states ? byte_classes(set.patterns, a == 1, d.byte_class) : 0;
+    d.next_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * d.classes * sizeof(uint32_t));
+    d.out_count_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(uint32_t));
-    h.automata[a].out_min_offset = static_cast<uint32_t>(offset);
+    d.out_min_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(int32_t));
   }
   if (offset > 0xffffffffu) {
@@ -238,14 +256,19 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   set.blob.assign(offset, 0);
   std::memcpy(set.blob.data(), &h, sizeof h);
   for (int a = 0; a < kDpiAutomata; ++a) {
-    const size_t states = am[a].next.size();
-    if (!states) continue;
-    std::memcpy(set.blob.data() + h.automata[a].next_offset, am[a].next.data(),
-                states * 256 * sizeof(uint32_t));
-    std::memcpy(set.blob.data() + h.automata[a].out_count_offset, am[a].count.data(),
-                states * sizeof(uint32_t));
-    std::memcpy(set.blob.data() + h.automata[a].out_min_offset, am[a].min_id.data(),
-                states * sizeof(int32_t));
+    const DpiAutomaton &d = h.automata[a];
+    if (!d.states) continue;
+    // Compress each 256-wide row: a class's transition is its bytes' (alike).
+    auto *next = reinterpret_cast<uint32_t *>(set.blob.data() + d.next_offset);
+    for (uint32_t s = 0; s < d.states; ++s)
+      for (int c = 0; c < 256; ++c) {
+        if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
+        next[s * d.classes + d.byte_class[c]] = am[a].next[s][c];
+      }
+    std::memcpy(set.blob.data() + d.out_count_offset, am[a].count.data(),
+                d.states * sizeof(uint32_t));
+    std::memcpy(set.blob.data() + d.out_min_offset, am[a].min_id.data(),
+                d.states * sizeof(int32_t));
   }
   return true;
 }

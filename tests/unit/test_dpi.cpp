@@ -113,6 +113,26 @@ TEST(DpiScan, HitsSaturateInsteadOfWrapping) {
   EXPECT_EQ(hits, 0xffffffffu);
 }
 
+TEST(DpiScan, EveryByteValueInPatterns) {
+  // All 256 byte values used: no byte is left for the shared class 0.
+  std::string text;
+  char hex[8];
+  for (int b = 0; b < 256; ++b) {
+    std::snprintf(hex, sizeof hex, "|%02x|", b);
+    text += std::string(hex) + "\n";
+  }
+  std::string error;
+  auto set = parse(text, &error);
+  ASSERT_TRUE(set) << error;
+  std::string payload;
+  for (int b = 255; b >= 0; --b) payload.push_back(static_cast<char>(b));
+  int32_t id;
+  uint32_t hits;
+  scan(*set, payload, &id, &hits);
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(hits, 256u);
+}
+
 TEST(DpiScan, NocaseFoldsOnlyItsOwnPatterns) {
   std::string error;
   auto set = parse("alert tcp any any -> any any (content:\"AbC\"; nocase; content:\"XyZ\"; sid:1;)\n",
