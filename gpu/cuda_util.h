@@ -71,54 +71,46 @@ private:
   cudaEvent_t event_ = nullptr;
 };
 
-// Move-only owner of device memory.
-class DeviceMemory {
+// Move-only owner of memory that `Free` releases (device or pinned host).
+template <cudaError_t (*Free)(void *)> class CudaMemory {
 public:
-  DeviceMemory() = default;
-  explicit DeviceMemory(size_t bytes) : bytes_(bytes) {
-    if (bytes) GPP_CUDA_TRY(cudaMalloc(&ptr_, bytes));
-  }
-  ~DeviceMemory() {
-    if (ptr_) cuda_release(cudaFree(ptr_));
-  }
-  DeviceMemory(DeviceMemory &&o) noexcept
+  CudaMemory() = default;
+  CudaMemory(CudaMemory &&o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceMemory &operator=(DeviceMemory &&o) noexcept {
+  CudaMemory &operator=(CudaMemory &&o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
     return *this;
   }
+  ~CudaMemory() {
+    if (ptr_) cuda_release(Free(ptr_));
+  }
   template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
   size_t size() const { return bytes_; }
 
-private:
+protected:
   void *ptr_ = nullptr;
   size_t bytes_ = 0;
 };
 
-// Move-only owner of pinned host memory from cudaHostAlloc.
-class PinnedMemory {
+// Device memory from cudaMalloc.
+class DeviceMemory : public CudaMemory<cudaFree> {
+public:
+  DeviceMemory() = default;
+  explicit DeviceMemory(size_t bytes) {
+    if (bytes) GPP_CUDA_TRY(cudaMalloc(&ptr_, bytes));
+    bytes_ = bytes;
+  }
+};
+
+// Pinned host memory from cudaHostAlloc.
+class PinnedMemory : public CudaMemory<cudaFreeHost> {
 public:
   PinnedMemory() = default;
-  PinnedMemory(size_t bytes, unsigned flags) : bytes_(bytes) {
+  PinnedMemory(size_t bytes, unsigned flags) {
     GPP_CUDA_TRY(cudaHostAlloc(&ptr_, bytes, flags));
+    bytes_ = bytes;
   }
-  ~PinnedMemory() {
-    if (ptr_) cuda_release(cudaFreeHost(ptr_));
-  }
-  PinnedMemory(PinnedMemory &&o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  PinnedMemory &operator=(PinnedMemory &&o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
-  size_t size() const { return bytes_; }
-
-private:
-  void *ptr_ = nullptr;
-  size_t bytes_ = 0;
 };
 
 // Move-only owner of an instantiated CUDA graph and the graph it came from.

@@ -216,8 +216,8 @@ private:
   // Device buffers grow to the largest batch seen (the slot is idle here).
   void ensure_capacity(StreamSlot &slot, size_t batch_size, size_t results_size) {
     if (slot.batch.size() < batch_size) {
-      slot.batch = DeviceMemory();
-      slot.batch = DeviceMemory(std::max(batch_size, slot.batch.size() * 2));
+      slot.batch = DeviceMemory(); // free first: lower peak use
+      slot.batch = DeviceMemory(batch_size);
     }
     if (slot.results.size() < std::max<size_t>(results_size, sizeof(GppResult))) {
       slot.results = DeviceMemory();
