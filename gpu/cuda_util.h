@@ -101,6 +101,14 @@ public:
     if (bytes) GPP_CUDA_TRY(cudaMalloc(&ptr_, bytes));
     bytes_ = bytes;
   }
+  // Stream-ordered allocation: unlike cudaMalloc it never waits for kernels
+  // running on the device (cudaFree still does, on release).
+  static DeviceMemory allocate_async(size_t bytes, cudaStream_t stream) {
+    DeviceMemory m;
+    if (bytes) GPP_CUDA_TRY(cudaMallocAsync(&m.ptr_, bytes, stream));
+    m.bytes_ = bytes;
+    return m;
+  }
 };
 
 // Pinned host memory from cudaHostAlloc.

@@ -68,21 +68,27 @@ bool check(cudaError_t e, const char *what, std::string *error) {
 // per batch.
 class DeviceBlob {
 public:
-  // Points `ptr` at the device copy, uploading a new set first.  The copy is
-  // rewritten in place when the new set fits, after `quiesce` saw every batch
-  // that may read it finish; a larger set gets a new buffer and the old one
-  // is kept until the engine goes, because cudaFree waits for every kernel on
-  // the device — a persistent kernel never ends by itself.
+  // Launched kernels may see the copy rewritten in place once `quiesce` saw
+  // every batch that reads it finish.  A persistent kernel may not: its SMs'
+  // L1 caches can hold lines of the old set for as long as it runs.
+  explicit DeviceBlob(bool rewrite_in_place) : rewrite_in_place_(rewrite_in_place) {}
+
+  // Points `ptr` at the device copy, uploading a new set first.  A set that
+  // cannot be rewritten in place gets a new buffer; the old one is kept until
+  // the engine goes (batches in flight may still read it, and cudaFree would
+  // wait for every kernel on the device — a persistent kernel never ends by
+  // itself).  Allocation is stream-ordered for the same reason.
   template <typename Quiesce>
   bool translate(const uint8_t *&ptr, uint64_t generation, uint32_t size, const char *what,
                  Quiesce &&quiesce, std::string *error) {
     if (!ptr) return true;
     if (generation != generation_) {
-      if (blob_.size() && !quiesce(error)) return false;
+      const bool in_place = rewrite_in_place_ && blob_.size() >= size;
+      if (in_place && !quiesce(error)) return false;
       try {
-        if (blob_.size() < size) {
+        if (!in_place) {
           if (blob_.size()) retired_.push_back(std::move(blob_));
-          blob_ = DeviceMemory(size);
+          blob_ = DeviceMemory::allocate_async(size, upload_.get());
         }
         // A plain cudaMemcpy from pageable memory may return before the data
         // reaches the device: copy on a stream of our own and wait for it.
@@ -101,6 +107,7 @@ public:
   }
 
 private:
+  bool rewrite_in_place_;
   Stream upload_;
   DeviceMemory blob_;
   std::vector<DeviceMemory> retired_;
@@ -110,6 +117,8 @@ private:
 // The ACL and DPI sets of a config, on the device.
 class DeviceSets {
 public:
+  explicit DeviceSets(bool rewrite_in_place) : acl_(rewrite_in_place), dpi_(rewrite_in_place) {}
+
   template <typename Quiesce>
   bool translate(CoreConfig &cfg, Quiesce &&quiesce, std::string *error) {
     if (cfg.acl) {
@@ -147,7 +156,7 @@ struct StreamSlot {
 class StreamEngine final : public GpuEngine {
 public:
   StreamEngine(Mode mode, const GpuSettings &s)
-      : mode_(mode), wait_(s.wait), device_(s.device_id) {
+      : mode_(mode), wait_(s.wait), device_(s.device_id), sets_(/*rewrite_in_place=*/true) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     for (unsigned i = 0; i < std::max(1u, s.num_streams); ++i)
@@ -280,7 +289,7 @@ public:
   static constexpr std::chrono::seconds kAnswerTimeout{10};
 
   PersistentEngine(const GpuSettings &s, size_t max_batch_bytes)
-      : wait_(s.wait), device_(s.device_id) {
+      : wait_(s.wait), device_(s.device_id), sets_(/*rewrite_in_place=*/false) {
     unsigned max_blocks = 0;
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
     int sms = 0;
@@ -293,14 +302,11 @@ public:
     slots_ = std::min(kPersistentMaxSlots, std::max(1u, s.num_streams));
     control_ = PinnedMemory(sizeof(PersistentControl), cudaHostAllocMapped | cudaHostAllocPortable);
     std::memset(control_.get(), 0, sizeof(PersistentControl));
-    control()->slots = slots_;
     state_ = DeviceMemory(sizeof(PersistentDeviceState));
     GPP_CUDA_TRY(cudaMemset(state_.get(), 0, sizeof(PersistentDeviceState)));
-    batch_capacity_ = std::max<size_t>(max_batch_bytes, 1 << 16);
-    results_capacity_ = static_cast<uint32_t>(
-        std::min<size_t>(batch_capacity_ / sizeof(GppPacketDesc) + 1, UINT32_MAX)); // caplen 0
-    batch_staging_ = DeviceMemory(batch_capacity_);
-    results_staging_ = DeviceMemory(static_cast<size_t>(results_capacity_) * sizeof(GppResult));
+    // 16-byte multiple: the kernel stages whole 16-byte words.
+    batch_capacity_ = (std::max<size_t>(max_batch_bytes, 1 << 16) + 15) & ~size_t{15};
+    batch_staging_ = DeviceMemory(batch_capacity_ * slots_);
     PersistentControl *device_control = nullptr;
     GPP_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device_control),
                                           control_.get(), 0));
@@ -309,18 +315,31 @@ public:
     launch.state = state_.get<PersistentDeviceState>();
     launch.batch_staging = batch_staging_.get<uint8_t>();
     launch.batch_capacity = batch_capacity_;
-    launch.results_staging = results_staging_.get<GppResult>();
-    launch.results_capacity = results_capacity_;
+    launch.slots = slots_;
     launch.blocks = blocks_;
     launch.idle_sleep_ns = s.wait == WaitStrategy::Spin ? 0 : 500;
+    GPP_CUDA_TRY(cudaDeviceSynchronize()); // the memset, before the kernel reads the state
     GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
   }
 
   ~PersistentEngine() override {
-    // Stop the kernel and wait for it; never throws.
+    // Stop the kernel and wait for it, but not for ever: a kernel that hangs
+    // (a bug, or a GPU taken away) must not hang the pipeline's teardown.
+    // Then the memory it may still touch is deliberately leaked.  Never throws.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(1, std::memory_order_release);
-    cuda_release(cudaStreamSynchronize(stream_.get()));
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+    while (cudaStreamQuery(stream_.get()) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        new PinnedMemory(std::move(control_));
+        new DeviceMemory(std::move(state_));
+        new DeviceMemory(std::move(batch_staging_));
+        new DeviceSets(std::move(sets_));
+        new Stream(std::move(stream_));
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 
   Mode mode() const override { return Mode::Persistent; }
@@ -331,9 +350,9 @@ public:
               GppResult *results, std::string *error) override {
     // The streaming thread may not be the one that made the engine.
     if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
-    if (batch_size > batch_capacity_ || count > results_capacity_) {
-      *error = "batch of " + size_text(batch_size) + " / " + std::to_string(count) +
-               " packets exceeds the persistent kernel's staging (" + size_text(batch_capacity_) +
+    if (batch_size > batch_capacity_) {
+      *error = "batch of " + size_text(batch_size) +
+               " exceeds the persistent kernel's staging (" + size_text(batch_capacity_) +
                "); raise pool-size";
       return false;
     }
@@ -343,11 +362,12 @@ public:
     const uint64_t ticket = head_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
     job.error = 0;
-    job.packet_count = count;
-    job.batch_size = batch_size;
-    job.batch = batch;
-    job.results = results;
-    job.cfg = device_cfg;
+    job.work.packet_count = count;
+    job.work.linktype = reinterpret_cast<const GppBatchHeader *>(batch)->linktype;
+    job.work.batch_size = batch_size;
+    job.work.batch = batch;
+    job.work.results = results;
+    job.work.cfg = device_cfg;
     std::atomic_thread_fence(std::memory_order_release);
     reinterpret_cast<std::atomic<uint64_t> *>(&job.doorbell)
         ->store(ticket + 1, std::memory_order_release);
@@ -412,10 +432,8 @@ private:
   Stream stream_;
   PinnedMemory control_;
   DeviceMemory state_;
-  size_t batch_capacity_ = 0;
-  uint32_t results_capacity_ = 0;
+  size_t batch_capacity_ = 0; // per slot
   DeviceMemory batch_staging_;
-  DeviceMemory results_staging_;
   uint64_t head_ = 0;             // submitting thread
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   AtomicCounters counters_;

@@ -46,54 +46,61 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
 [[nodiscard]] cudaError_t preload_kernels();
 
 // ---- persistent mode ---------------------------------------------------
-// The work queue lives in mapped pinned memory: the host fills a job, then
-// rings its doorbell; the resident kernel stages the batch into device
-// memory, processes it, writes the results back and sets `done`.  Only one
-// thread polls host memory; it fans the job out to the other blocks through
-// device memory, because many blocks polling over PCIe collapse latency.
+// The work queue lives in mapped pinned memory: the host fills a job's work,
+// then rings its doorbell.  Only one thread (block 0) polls host memory — many
+// blocks polling over PCIe collapse latency — and it fans the work out to the
+// other blocks through device memory.  Each block then stages its own share
+// of packets into device memory, processes them and writes their records to
+// the host; the last block to finish (a counter in device memory) sets `done`.
+// No grid-wide barrier: a block only ever reads bytes it staged itself, so
+// normal L1-cached loads stay coherent.
 
 constexpr unsigned kPersistentMaxSlots = 64;
 
 enum PersistentError : int32_t {
   kPersistentOk = 0,
-  kPersistentBatchTooLarge = 1,   // batch bytes over the device staging capacity
-  kPersistentTooManyPackets = 2,  // packets over the results staging capacity
+  kPersistentBatchTooLarge = 1, // batch bytes over the device staging capacity
 };
 
-struct PersistentJob {
-  uint64_t doorbell;  // host: ticket + 1 once the job fields are written
-  uint64_t done;      // kernel: ticket + 1 once the results are in host memory
-  int32_t error;      // kernel: PersistentError of this job
+// What the kernel needs of one batch; copied to device memory in 16-byte words.
+struct alignas(16) PersistentWork {
   uint32_t packet_count;
+  uint32_t linktype;    // the batch header's, so the kernel need not read the header first
   uint64_t batch_size;
-  const uint8_t *batch; // pinned host memory (UVA pointer)
-  GppResult *results;   // pinned host memory (UVA pointer)
+  const uint8_t *batch; // pinned host memory (UVA pointer), 16-byte aligned
+  GppResult *results;   // pinned host memory (UVA pointer), 16-byte aligned
   CoreConfig cfg;
+};
+static_assert(sizeof(PersistentWork) % 16 == 0, "copied in 16-byte words");
+
+struct alignas(16) PersistentJob {
+  uint64_t doorbell; // host: ticket + 1 once `work` is written
+  uint64_t done;     // kernel: ticket + 1 once the results are in host memory
+  int32_t error;     // kernel: PersistentError of this job
+  PersistentWork work;
 };
 
 struct PersistentControl {
   uint32_t stop; // host: 1 = finish and exit
-  uint32_t slots;
   PersistentJob jobs[kPersistentMaxSlots];
 };
 
 // Device-memory state of the kernel (zeroed before launch).
 struct PersistentDeviceState {
-  unsigned long long generation; // ticket + 1 of the job being worked on
-  unsigned stop;
-  unsigned barrier_count;
-  unsigned barrier_sense;
+  unsigned long long generation;         // ticket + 1 of the newest job fanned out
+  unsigned stop;                         // the poller saw the host's stop
+  unsigned arrived[kPersistentMaxSlots]; // blocks done with the slot's current job
+  PersistentWork work[kPersistentMaxSlots];
 };
 
 struct PersistentLaunch {
-  PersistentControl *control;       // mapped pinned memory (UVA pointer)
-  PersistentDeviceState *state;     // device memory
-  uint8_t *batch_staging;           // device memory
-  uint64_t batch_capacity;
-  GppResult *results_staging;       // device memory
-  uint32_t results_capacity;        // packets
+  PersistentControl *control;   // mapped pinned memory (UVA pointer)
+  PersistentDeviceState *state; // device memory
+  uint8_t *batch_staging;       // device memory, slots x batch_capacity
+  uint64_t batch_capacity;      // per slot: jobs of neighbouring slots run concurrently
+  unsigned slots;
   unsigned blocks;
-  unsigned idle_sleep_ns;           // poller back-off while idle; 0 = pure spin
+  unsigned idle_sleep_ns; // poller back-off while idle; 0 = pure spin
 };
 
 // Threads per block of the persistent kernel.
@@ -102,8 +109,8 @@ constexpr unsigned kPersistentThreads = 256;
 // Largest co-resident grid of the persistent kernel on `device` (cooperative launch limit).
 [[nodiscard]] cudaError_t persistent_max_blocks(int device, unsigned *blocks);
 
-// Launches the resident kernel with a cooperative launch (all blocks must be
-// co-resident for its grid barriers).
+// Launches the resident kernel with a cooperative launch: every block must be
+// resident at once, since the last block to finish a job answers the host.
 [[nodiscard]] cudaError_t launch_persistent(const PersistentLaunch &launch, cudaStream_t stream);
 
 } // namespace gpp

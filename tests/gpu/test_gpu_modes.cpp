@@ -26,6 +26,9 @@
 //            with a third thread reading the stats property meanwhile.
 //   events   serialized events (custom markers, SEGMENT, CAPS, EOS) must leave
 //            after exactly the batches pushed before them, in each GPU mode.
+//   swap     acl-rules and dpi-patterns swapped every 7 batches while
+//            PLAYING: each batch's records equal a cpu run's with the sets
+//            scheduled for it.
 //   leaks    per GPU mode, 100 cycles NULL->PLAYING->NULL (pool-size=16):
 //            device memory back within 4 MiB, RSS growth under 64 MiB.
 //   errors   a batch larger than the pinned pool gives an element error in
@@ -1297,6 +1300,74 @@ int section_switch() {
 }
 
 // ---------------------------------------------------------------------------
+// Section: ACL and DPI sets swapped while PLAYING.  Setting acl-rules and
+// dpi-patterns loads the files in the calling thread, so when the pushing
+// thread sets them between two batches every later batch must run with the
+// new sets: the records must equal, batch by batch, those of a cpu run with
+// the sets scheduled for that batch.  This exercises the device copies of
+// the sets (uploaded once per set; never rewritten under a persistent kernel).
+
+int section_swap(const std::string &pcap_dir) {
+  const std::string acl_dir = pcap_dir + "/../acl/", dpi_dir = pcap_dir + "/../dpi/";
+  const std::string sets[2][2] = {
+      {acl_dir + "classbench_acl1_1k.rules", dpi_dir + "et_open_emerging-scan.rules"},
+      {acl_dir + "classbench_fw1_1k.rules", dpi_dir + "et_open_emerging-shellcode.rules"}};
+  const Capture cap = generated_capture("generated-swap", GPP_LINKTYPE_ETHERNET, 12000, 31, 1500);
+  const std::vector<Batch> batches = random_batches(cap, 200, 32);
+  const size_t kBatchesPerSet = 7;
+  auto scheduled = [&](size_t batch) { return (batch / kBatchesPerSet) % 2; };
+  auto set_files = [&](Proc &p, size_t which) {
+    g_object_set(p.element, "acl-rules", sets[which][0].c_str(), "dpi-patterns",
+                 sets[which][1].c_str(), nullptr);
+  };
+  // cpu references with each set fixed.
+  RunResult ref[2];
+  for (size_t which = 0; which < 2; ++which) {
+    RunOptions opt;
+    opt.props.pool_mib = pool_mib_for(batches);
+    opt.before_push = [&, which](Proc &p, size_t i) {
+      if (i == 0) set_files(p, which);
+    };
+    const std::string ctx = format("swap: cpu reference with set %zu", which);
+    run_batches(ctx, cap.linktype, batches, opt, ref[which]);
+    check_structure(ctx, batches, ref[which]);
+    if (!ref[which].completed) return 1;
+  }
+  std::vector<GppResult> expected;
+  size_t differing = 0, at = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const size_t which = scheduled(i);
+    for (uint32_t k = 0; k < batches[i].count; ++k, ++at) {
+      expected.push_back(ref[which].records[at]);
+      differing += std::memcmp(&ref[0].records[at], &ref[1].records[at], kRecord) != 0;
+    }
+  }
+  // Otherwise a swap that never happened would pass.
+  if (differing < 100)
+    fail("swap", "only %zu records differ between the two sets: the test traffic is too weak",
+         differing);
+  for (const std::string &mode : gpu_modes()) {
+    RunOptions opt;
+    opt.props.mode = mode;
+    opt.props.pool_mib = pool_mib_for(batches);
+    opt.push_from_thread = true;
+    opt.before_push = [&](Proc &p, size_t i) {
+      if (i < batches.size() && (i == 0 || scheduled(i) != scheduled(i - 1)))
+        set_files(p, scheduled(i));
+    };
+    const std::string ctx = format("swap: mode=%s", mode.c_str());
+    RunResult r;
+    run_batches(ctx, cap.linktype, batches, opt, r);
+    check_structure(ctx, batches, r);
+    compare_records(ctx, mode.c_str(), expected, r.records, batches);
+  }
+  std::printf("swap: %zu batches, sets swapped every %zu, %zu of %zu records differ between the "
+              "sets: %s\n", batches.size(), kBatchesPerSet, differing, expected.size(),
+              g_failures ? "FAIL" : "PASS");
+  return g_failures ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------
 // Section: serialized events keep their place among the batches.
 
 int section_events() {
@@ -1756,6 +1827,7 @@ const Section kSections[] = {
     {"parity", true, section_parity},
     {"switch", false, [](const std::string &) { return section_switch(); }},
     {"events", true, [](const std::string &) { return section_events(); }},
+    {"swap", true, section_swap},
     {"leaks", true, [](const std::string &) { return section_leaks(); }},
     {"errors", true, [](const std::string &) { return section_errors(); }},
     {"device1", true, [](const std::string &) { return section_device1(); }},
