@@ -101,14 +101,35 @@ public:
     if (bytes) GPP_CUDA_TRY(cudaMalloc(&ptr_, bytes));
     bytes_ = bytes;
   }
-  // Stream-ordered allocation: unlike cudaMalloc it never waits for kernels
-  // running on the device (cudaFree still does, on release).
-  static DeviceMemory allocate_async(size_t bytes, cudaStream_t stream) {
-    DeviceMemory m;
-    if (bytes) GPP_CUDA_TRY(cudaMallocAsync(&m.ptr_, bytes, stream));
-    m.bytes_ = bytes;
-    return m;
+};
+
+// Device memory from the stream-ordered allocator (cudaMallocAsync /
+// cudaFreeAsync on `stream`, which must outlive it): unlike cudaMalloc and
+// cudaFree it never waits for kernels running on the device.
+class StreamOrderedMemory {
+public:
+  StreamOrderedMemory() = default;
+  StreamOrderedMemory(size_t bytes, cudaStream_t stream) : stream_(stream), bytes_(bytes) {
+    if (bytes) GPP_CUDA_TRY(cudaMallocAsync(&ptr_, bytes, stream));
   }
+  StreamOrderedMemory(StreamOrderedMemory &&o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_), bytes_(std::exchange(o.bytes_, 0)) {}
+  StreamOrderedMemory &operator=(StreamOrderedMemory &&o) noexcept {
+    std::swap(ptr_, o.ptr_);
+    std::swap(stream_, o.stream_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  ~StreamOrderedMemory() {
+    if (ptr_) cuda_release(cudaFreeAsync(ptr_, stream_));
+  }
+  template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
+  size_t size() const { return bytes_; }
+
+private:
+  void *ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // Pinned host memory from cudaHostAlloc.

@@ -1,4 +1,5 @@
 // GPU engines and the pinned host arena (host code; CUDA runtime API only).
+#include <emmintrin.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -65,30 +66,22 @@ bool check(cudaError_t e, const char *what, std::string *error) {
 
 // Keeps the device copy of one kind of classification blob (ACL rules, DPI
 // automata): uploaded once per set (blobs carry a generation number), not
-// per batch.
+// per batch, after `quiesce` saw every batch that may read the old one finish
+// (for a persistent kernel, quiesce also stops it).  Allocation and release
+// are stream-ordered: cudaMalloc/cudaFree could wait for every kernel on the
+// device, a persistent kernel of another element included.
 class DeviceBlob {
 public:
-  // Launched kernels may see the copy rewritten in place once `quiesce` saw
-  // every batch that reads it finish.  A persistent kernel may not: its SMs'
-  // L1 caches can hold lines of the old set for as long as it runs.
-  explicit DeviceBlob(bool rewrite_in_place) : rewrite_in_place_(rewrite_in_place) {}
-
-  // Points `ptr` at the device copy, uploading a new set first.  A set that
-  // cannot be rewritten in place gets a new buffer; the old one is kept until
-  // the engine goes (batches in flight may still read it, and cudaFree would
-  // wait for every kernel on the device — a persistent kernel never ends by
-  // itself).  Allocation is stream-ordered for the same reason.
   template <typename Quiesce>
   bool translate(const uint8_t *&ptr, uint64_t generation, uint32_t size, const char *what,
                  Quiesce &&quiesce, std::string *error) {
     if (!ptr) return true;
     if (generation != generation_) {
-      const bool in_place = rewrite_in_place_ && blob_.size() >= size;
-      if (in_place && !quiesce(error)) return false;
+      if (!quiesce(error)) return false;
       try {
-        if (!in_place) {
-          if (blob_.size()) retired_.push_back(std::move(blob_));
-          blob_ = DeviceMemory::allocate_async(size, upload_.get());
+        if (blob_.size() < size) {
+          blob_ = StreamOrderedMemory(); // free first: lower peak use
+          blob_ = StreamOrderedMemory(size, upload_.get());
         }
         // A plain cudaMemcpy from pageable memory may return before the data
         // reaches the device: copy on a stream of our own and wait for it.
@@ -107,18 +100,14 @@ public:
   }
 
 private:
-  bool rewrite_in_place_;
   Stream upload_;
-  DeviceMemory blob_;
-  std::vector<DeviceMemory> retired_;
+  StreamOrderedMemory blob_; // after upload_: released before it
   uint64_t generation_ = 0;
 };
 
 // The ACL and DPI sets of a config, on the device.
 class DeviceSets {
 public:
-  explicit DeviceSets(bool rewrite_in_place) : acl_(rewrite_in_place), dpi_(rewrite_in_place) {}
-
   template <typename Quiesce>
   bool translate(CoreConfig &cfg, Quiesce &&quiesce, std::string *error) {
     if (cfg.acl) {
@@ -156,7 +145,7 @@ struct StreamSlot {
 class StreamEngine final : public GpuEngine {
 public:
   StreamEngine(Mode mode, const GpuSettings &s)
-      : mode_(mode), wait_(s.wait), device_(s.device_id), sets_(/*rewrite_in_place=*/true) {
+      : mode_(mode), wait_(s.wait), device_(s.device_id) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     for (unsigned i = 0; i < std::max(1u, s.num_streams); ++i)
@@ -289,7 +278,7 @@ public:
   static constexpr std::chrono::seconds kAnswerTimeout{10};
 
   PersistentEngine(const GpuSettings &s, size_t max_batch_bytes)
-      : wait_(s.wait), device_(s.device_id), sets_(/*rewrite_in_place=*/false) {
+      : wait_(s.wait), device_(s.device_id) {
     unsigned max_blocks = 0;
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
     int sms = 0;
@@ -303,42 +292,29 @@ public:
     control_ = PinnedMemory(sizeof(PersistentControl), cudaHostAllocMapped | cudaHostAllocPortable);
     std::memset(control_.get(), 0, sizeof(PersistentControl));
     state_ = DeviceMemory(sizeof(PersistentDeviceState));
-    GPP_CUDA_TRY(cudaMemset(state_.get(), 0, sizeof(PersistentDeviceState)));
-    // 16-byte multiple: the kernel stages whole 16-byte words.
-    batch_capacity_ = (std::max<size_t>(max_batch_bytes, 1 << 16) + 15) & ~size_t{15};
+    // 16-byte multiple: the kernel stages whole 16-byte words.  A job's size
+    // travels in 32 bits.
+    batch_capacity_ =
+        std::min<size_t>((std::max<size_t>(max_batch_bytes, 1 << 16) + 15) & ~size_t{15},
+                         UINT32_MAX & ~15u);
     batch_staging_ = DeviceMemory(batch_capacity_ * slots_);
-    PersistentControl *device_control = nullptr;
-    GPP_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device_control),
+    GPP_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void **>(&device_control_),
                                           control_.get(), 0));
-    PersistentLaunch launch{};
-    launch.control = device_control;
-    launch.state = state_.get<PersistentDeviceState>();
-    launch.batch_staging = batch_staging_.get<uint8_t>();
-    launch.batch_capacity = batch_capacity_;
-    launch.slots = slots_;
-    launch.blocks = blocks_;
-    launch.idle_sleep_ns = s.wait == WaitStrategy::Spin ? 0 : 500;
-    GPP_CUDA_TRY(cudaDeviceSynchronize()); // the memset, before the kernel reads the state
-    GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
+    idle_sleep_ns_ = s.wait == WaitStrategy::Spin ? 0 : 500;
+    // The kernel starts with the first batch, when the core settings are known.
   }
 
   ~PersistentEngine() override {
-    // Stop the kernel and wait for it, but not for ever: a kernel that hangs
-    // (a bug, or a GPU taken away) must not hang the pipeline's teardown.
-    // Then the memory it may still touch is deliberately leaked.  Never throws.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(1, std::memory_order_release);
-    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
-    while (cudaStreamQuery(stream_.get()) == cudaErrorNotReady) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        new PinnedMemory(std::move(control_));
-        new DeviceMemory(std::move(state_));
-        new DeviceMemory(std::move(batch_staging_));
-        new DeviceSets(std::move(sets_));
-        new Stream(std::move(stream_));
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // A kernel that does not stop (a bug, or a GPU taken away) must not hang
+    // the pipeline's teardown: then the memory it may still touch is
+    // deliberately leaked.  Never throws.
+    std::string error;
+    if (!stop_kernel(&error)) {
+      new PinnedMemory(std::move(control_));
+      new DeviceMemory(std::move(state_));
+      new DeviceMemory(std::move(batch_staging_));
+      new DeviceSets(std::move(sets_));
+      new Stream(std::move(stream_));
     }
   }
 
@@ -356,34 +332,117 @@ public:
                "); raise pool-size";
       return false;
     }
-    CoreConfig device_cfg = cfg;
-    if (!sets_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
+    const uint64_t batch_bits = reinterpret_cast<uintptr_t>(batch);
+    const uint64_t results_bits = reinterpret_cast<uintptr_t>(results);
+    if ((batch_bits | results_bits) >> kPersistentTagShift) {
+      *error = "pinned buffers above 2^48 cannot be posted to the persistent kernel";
       return false;
+    }
+    // New rule sets or settings: finish the batches in flight, then restart
+    // the kernel with them (a fresh launch also has clean L1 caches).
+    auto drain = [this](std::string *err) { return quiesce(err) && stop_kernel(err); };
+    CoreConfig device_cfg = cfg;
+    if (!sets_.translate(device_cfg, drain, error)) return false;
+    if (running_ && !same_config(device_cfg, running_cfg_) && !drain(error)) return false;
+    if (!running_ && !start_kernel(device_cfg, error)) return false;
+
     const uint64_t ticket = head_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
-    job.error = 0;
-    job.work.packet_count = count;
-    job.work.linktype = reinterpret_cast<const GppBatchHeader *>(batch)->linktype;
-    job.work.batch_size = batch_size;
-    job.work.batch = batch;
-    job.work.results = results;
-    job.work.cfg = device_cfg;
+    const uint32_t tag = static_cast<uint32_t>(ticket + 1);
+    const uint64_t tag16 = static_cast<uint64_t>(tag & 0xffffu) << kPersistentTagShift;
+    const PersistentJobBuffers buffers{batch_bits | tag16, results_bits | tag16};
+    const PersistentJobHead head{tag, count, static_cast<uint32_t>(batch_size),
+                                 reinterpret_cast<const GppBatchHeader *>(batch)->linktype};
+    // The batch is written before either word, and each word in one store.
     std::atomic_thread_fence(std::memory_order_release);
-    reinterpret_cast<std::atomic<uint64_t> *>(&job.doorbell)
-        ->store(ticket + 1, std::memory_order_release);
+    store16(&job.buffers, &buffers);
+    store16(&job.head, &head);
     counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
     return true;
   }
 
   bool wait_oldest(std::string *error) override {
     const uint64_t ticket = tail_++;
-    PersistentJob &job = control()->jobs[ticket % slots_];
-    auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&job.done);
+    if (!wait_answer(ticket, /*poll_stream=*/true, error)) return false;
+    const int32_t job_error = control()->jobs[ticket % slots_].answer.error;
+    if (job_error != kPersistentOk) {
+      *error = "persistent kernel refused a batch (error " + std::to_string(job_error) + ")";
+      return false;
+    }
+    return true;
+  }
+
+private:
+  PersistentControl *control() { return control_.get<PersistentControl>(); }
+
+  static bool same_config(const CoreConfig &a, const CoreConfig &b) {
+    return std::memcmp(a.rss_key, b.rss_key, sizeof a.rss_key) == 0 &&
+           a.symmetric_rss == b.symmetric_rss && a.verify_l4_checksum == b.verify_l4_checksum &&
+           a.acl_default_action == b.acl_default_action && a.acl == b.acl && a.dpi == b.dpi;
+  }
+
+  // One 16-byte store (movdqa): atomic on x86 CPUs with AVX, so the kernel
+  // never reads half a word.
+  static void store16(void *dst, const void *src) {
+    static_assert(sizeof(PersistentJobHead) == 16 && sizeof(PersistentJobBuffers) == 16,
+                  "job words are 16 bytes");
+    __m128i v;
+    std::memcpy(&v, src, 16);
+    _mm_store_si128(static_cast<__m128i *>(dst), v);
+  }
+
+  bool start_kernel(const CoreConfig &cfg, std::string *error) {
+    try {
+      GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
+      reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(0, std::memory_order_release);
+      PersistentLaunch launch{};
+      launch.control = device_control_;
+      launch.state = state_.get<PersistentDeviceState>();
+      launch.batch_staging = batch_staging_.get<uint8_t>();
+      launch.batch_capacity = batch_capacity_;
+      launch.first_ticket = head_;
+      launch.slots = slots_;
+      launch.blocks = blocks_;
+      launch.idle_sleep_ns = idle_sleep_ns_;
+      launch.cfg = cfg;
+      GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
+    } catch (const CudaError &e) {
+      *error = std::string("starting the persistent kernel: ") + e.what();
+      return false;
+    }
+    running_ = true;
+    running_cfg_ = cfg;
+    return true;
+  }
+
+  // Asks the kernel to exit and waits for it (bounded).
+  bool stop_kernel(std::string *error) {
+    if (!running_) return true;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(1, std::memory_order_release);
     const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
-    for (unsigned spins = 0; done->load(std::memory_order_acquire) != ticket + 1; ++spins) {
+    cudaError_t e;
+    while ((e = cudaStreamQuery(stream_.get())) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        *error = "persistent kernel did not stop within " +
+                 std::to_string(kAnswerTimeout.count()) + " s";
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    running_ = false;
+    return check(e, "persistent kernel", error);
+  }
+
+  // Waits until the kernel has answered job `ticket`.
+  bool wait_answer(uint64_t ticket, bool poll_stream, std::string *error) {
+    auto *done =
+        reinterpret_cast<std::atomic<uint64_t> *>(&control()->jobs[ticket % slots_].answer.done);
+    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+    for (unsigned spins = 0; done->load(std::memory_order_acquire) < ticket + 1; ++spins) {
       if ((spins & 1023) == 1023) {
         // The kernel may have died (e.g. a fault): then the stream reports it.
-        const cudaError_t e = cudaStreamQuery(stream_.get());
+        const cudaError_t e = poll_stream ? cudaStreamQuery(stream_.get()) : cudaErrorNotReady;
         if (e != cudaErrorNotReady)
           return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
                        "persistent kernel stopped unexpectedly", error);
@@ -396,31 +455,14 @@ public:
       if (wait_ == WaitStrategy::Yield) sched_yield();
       else if (wait_ == WaitStrategy::Block) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (job.error != kPersistentOk) {
-      *error = "persistent kernel refused a batch (error " + std::to_string(job.error) + ")";
-      return false;
-    }
     return true;
   }
 
-private:
-  PersistentControl *control() { return control_.get<PersistentControl>(); }
-
-  // Waits until the kernel has finished every submitted job (results stay
+  // Waits until the kernel has answered every submitted job (results stay
   // for wait_oldest to collect).
   bool quiesce(std::string *error) {
-    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
-    for (uint64_t t = tail_.load(); t < head_; ++t) {
-      auto *done = reinterpret_cast<std::atomic<uint64_t> *>(&control()->jobs[t % slots_].done);
-      while (done->load(std::memory_order_acquire) < t + 1) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          *error = "persistent kernel did not finish its batches within " +
-                   std::to_string(kAnswerTimeout.count()) + " s";
-          return false;
-        }
-      }
-    }
+    for (uint64_t t = tail_.load(); t < head_; ++t)
+      if (!wait_answer(t, running_, error)) return false;
     return true;
   }
 
@@ -429,11 +471,15 @@ private:
   DeviceSets sets_;
   unsigned blocks_ = 0;
   unsigned slots_ = 0;
+  unsigned idle_sleep_ns_ = 0;
   Stream stream_;
   PinnedMemory control_;
+  PersistentControl *device_control_ = nullptr;
   DeviceMemory state_;
   size_t batch_capacity_ = 0; // per slot
   DeviceMemory batch_staging_;
+  bool running_ = false;
+  CoreConfig running_cfg_{};
   uint64_t head_ = 0;             // submitting thread
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   AtomicCounters counters_;

@@ -463,16 +463,18 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
 }
 
 // Toeplitz hash (Microsoft RSS): for every set input bit, XOR in the 32 key
-// bits that start at that bit position.
+// bits that start at that bit position.  Per input byte the 40 key bits it
+// can reach sit in one 64-bit word, so the eight XORs are independent of each
+// other (no shift-by-one chain: a GPU thread would wait on every step).
 GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *input, int len) {
   uint32_t result = 0;
-  uint32_t window = load_be32(key);
+  uint32_t window = load_be32(key); // key bits [8i, 8i + 32)
   for (int i = 0; i < len; ++i) {
-    const uint8_t next_key = key[i + 4];
-    for (int bit = 7; bit >= 0; --bit) {
-      if ((input[i] >> bit) & 1) result ^= window;
-      window = (window << 1) | ((next_key >> bit) & 1u);
-    }
+    const uint64_t bits = (static_cast<uint64_t>(window) << 8) | key[i + 4]; // [8i, 8i + 40)
+    const uint32_t in = input[i];
+    for (int bit = 7; bit >= 0; --bit) // input bit `bit` pairs with key bits from 8i + 7 - bit
+      result ^= static_cast<uint32_t>(bits >> (bit + 1)) & (0u - ((in >> bit) & 1u));
+    window = static_cast<uint32_t>(bits);
   }
   return result;
 }

@@ -46,14 +46,19 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
 [[nodiscard]] cudaError_t preload_kernels();
 
 // ---- persistent mode ---------------------------------------------------
-// The work queue lives in mapped pinned memory: the host fills a job's work,
-// then rings its doorbell.  Only one thread (block 0) polls host memory — many
-// blocks polling over PCIe collapse latency — and it fans the work out to the
-// other blocks through device memory.  Each block then stages its own share
-// of packets into device memory, processes them and writes their records to
-// the host; the last block to finish (a counter in device memory) sets `done`.
-// No grid-wide barrier: a block only ever reads bytes it staged itself, so
-// normal L1-cached loads stay coherent.
+// The work queue lives in mapped pinned memory, one job per slot.  A job is
+// two 16-byte words, each stored by the host in one instruction and each
+// tagged with the job's ticket, so the kernel's one polling thread learns
+// that a job is there and what it is in a single read over PCIe.  The core
+// settings and the device copies of the rule sets are kernel parameters: the
+// engine restarts the kernel (between batches) when they change, which is
+// rare, and a fresh launch also starts with clean L1 caches.
+//
+// A job of at most one block's packets is done by block 0 alone, which
+// answers the host itself.  A larger one is fanned out to the other blocks
+// through device memory; each block stages only its own packets into device
+// memory (so plain, L1-cached loads stay coherent without any grid-wide
+// barrier), and the last block to finish (a counter in device memory) answers.
 
 constexpr unsigned kPersistentMaxSlots = 64;
 
@@ -62,35 +67,52 @@ enum PersistentError : int32_t {
   kPersistentBatchTooLarge = 1, // batch bytes over the device staging capacity
 };
 
-// What the kernel needs of one batch; copied to device memory in 16-byte words.
-struct alignas(16) PersistentWork {
+// The host stores each word with one 16-byte store (x86 with AVX makes those
+// atomic); the kernel reads each with one 16-byte load.
+struct alignas(16) PersistentJobHead {
+  uint32_t tag; // low 32 bits of ticket + 1
   uint32_t packet_count;
-  uint32_t linktype;    // the batch header's, so the kernel need not read the header first
-  uint64_t batch_size;
-  const uint8_t *batch; // pinned host memory (UVA pointer), 16-byte aligned
-  GppResult *results;   // pinned host memory (UVA pointer), 16-byte aligned
-  CoreConfig cfg;
+  uint32_t batch_size;
+  uint32_t linktype; // the batch header's, so the kernel need not read the header first
 };
-static_assert(sizeof(PersistentWork) % 16 == 0, "copied in 16-byte words");
+struct alignas(16) PersistentJobBuffers {
+  // Pinned host memory (UVA pointers, 16-byte aligned, below 2^48), each
+  // carrying the low 16 bits of ticket + 1 in its top 16 bits.
+  uint64_t batch;
+  uint64_t results;
+};
+struct alignas(16) PersistentAnswer {
+  uint64_t done; // ticket + 1 once the results are in host memory
+  int32_t error; // PersistentError
+  uint32_t reserved;
+};
 
-struct alignas(16) PersistentJob {
-  uint64_t doorbell; // host: ticket + 1 once `work` is written
-  uint64_t done;     // kernel: ticket + 1 once the results are in host memory
-  int32_t error;     // kernel: PersistentError of this job
-  PersistentWork work;
+constexpr unsigned kPersistentTagShift = 48;
+
+struct alignas(128) PersistentJob { // one cache line for the host's writes...
+  PersistentJobHead head;
+  PersistentJobBuffers buffers;
+  alignas(128) PersistentAnswer answer; // ...another for the kernel's
 };
 
 struct PersistentControl {
   uint32_t stop; // host: 1 = finish and exit
-  PersistentJob jobs[kPersistentMaxSlots];
+  alignas(128) PersistentJob jobs[kPersistentMaxSlots];
 };
 
-// Device-memory state of the kernel (zeroed before launch).
+// What block 0 tells the others about a job, in device memory.
+struct PersistentFanout {
+  unsigned long long announce;   // (ticket + 1) << 1 | 1 when the job is fanned out
+  unsigned arrived;              // blocks done with a fanned-out job
+  unsigned reserved;
+  PersistentJobHead head;
+  PersistentJobBuffers buffers;
+};
+
+// Device-memory state of the kernel (zeroed before each launch).
 struct PersistentDeviceState {
-  unsigned long long generation;         // ticket + 1 of the newest job fanned out
-  unsigned stop;                         // the poller saw the host's stop
-  unsigned arrived[kPersistentMaxSlots]; // blocks done with the slot's current job
-  PersistentWork work[kPersistentMaxSlots];
+  unsigned stop; // block 0 saw the host's stop
+  PersistentFanout slots[kPersistentMaxSlots];
 };
 
 struct PersistentLaunch {
@@ -98,9 +120,11 @@ struct PersistentLaunch {
   PersistentDeviceState *state; // device memory
   uint8_t *batch_staging;       // device memory, slots x batch_capacity
   uint64_t batch_capacity;      // per slot: jobs of neighbouring slots run concurrently
+  uint64_t first_ticket;        // the engine's next ticket when launched
   unsigned slots;
   unsigned blocks;
   unsigned idle_sleep_ns; // poller back-off while idle; 0 = pure spin
+  CoreConfig cfg;         // for every job of this launch
 };
 
 // Threads per block of the persistent kernel.

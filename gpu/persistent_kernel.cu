@@ -7,19 +7,30 @@
 namespace gpp {
 namespace {
 
-// A batch this small (and of at most one block's packets) is staged whole in
-// one round of loads; larger ones read their descriptors first, then only the
-// bytes of each block's packets.
-constexpr uint64_t kStageWholeBatchMax = 64 << 10;
+// Packets are staged in shared memory when a block's share fits: the core's
+// loads are many and dependent, and shared memory answers them several times
+// faster than L2 would.  A batch this small (and of at most one block's
+// packets) is staged whole in one round of loads; otherwise a block reads its
+// descriptors first, then only the bytes of its packets (into device memory
+// when they do not fit).
+constexpr unsigned kSharedStageBytes = 64 << 10;
 // 16-byte loads each thread keeps in flight while staging: a PCIe read takes
 // about a microsecond, so loads must overlap rather than queue.
 constexpr unsigned kLoadsInFlight = 8;
-constexpr unsigned kWorkWords = sizeof(PersistentWork) / sizeof(uint4);
+constexpr uint64_t kPointerMask = (uint64_t{1} << kPersistentTagShift) - 1;
 
-__device__ __forceinline__ uint64_t load_acquire_system(const uint64_t *p) {
-  uint64_t v;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+__device__ __forceinline__ uint4 load_volatile_v4(const void *p) {
+  uint4 v;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
   return v;
+}
+__device__ __forceinline__ void store_volatile_v4(void *p, uint4 v) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
 }
 __device__ __forceinline__ unsigned long long load_acquire_gpu(const unsigned long long *p) {
   unsigned long long v;
@@ -30,11 +41,11 @@ template <typename T> __device__ __forceinline__ T load_volatile(const T *p) {
   return *reinterpret_cast<const volatile T *>(p);
 }
 
-// Copies bytes [lo, hi) of a host batch, widened to 16-byte words, to the same
-// offsets of `staging`; the whole block calls it.
-__device__ void stage(const uint8_t *host, uint8_t *staging, uint64_t lo, uint64_t hi) {
+// Copies bytes [lo, hi) of a host batch, widened to 16-byte words, to
+// dst[0...]; the whole block calls it.
+__device__ void stage(const uint8_t *host, uint8_t *dst_bytes, uint64_t lo, uint64_t hi) {
   const auto *src = reinterpret_cast<const uint4 *>(host);
-  auto *dst = reinterpret_cast<uint4 *>(staging);
+  auto *dst = reinterpret_cast<uint4 *>(dst_bytes);
   const uint64_t first = lo / sizeof(uint4);
   const uint64_t end = (hi + sizeof(uint4) - 1) / sizeof(uint4);
   for (uint64_t base = first + threadIdx.x; base < end; base += blockDim.x * kLoadsInFlight) {
@@ -47,93 +58,145 @@ __device__ void stage(const uint8_t *host, uint8_t *staging, uint64_t lo, uint64
 #pragma unroll
     for (unsigned k = 0; k < kLoadsInFlight; ++k) {
       const uint64_t w = base + k * blockDim.x;
-      if (w < end) dst[w] = words[k];
+      if (w < end) dst[w - first] = words[k];
     }
   }
 }
 
-// Waits for job `ticket` and brings its work into shared memory; false when
-// the kernel is to stop instead.
-__device__ bool receive(const PersistentLaunch &launch, uint64_t ticket, PersistentWork &work,
-                        int &stop) {
-  PersistentDeviceState *st = launch.state;
+struct Job {
+  PersistentJobHead head;
+  const uint8_t *batch;
+  GppResult *results;
+};
+
+enum class Next { Process, Skip, Stop };
+
+// Block 0: polls the job (both words, and the stop flag, read at once over
+// PCIe) until both words carry this ticket.
+__device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &job) {
+  __shared__ int stop;
   const unsigned slot = ticket % launch.slots;
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0) {
-      PersistentControl *control = launch.control;
-      int s = 0;
-      for (;;) {
-        if (load_volatile(&control->stop)) {
-          s = 1;
-          break;
-        }
-        // Acquire: the work the host wrote before the doorbell is read after it.
-        if (load_acquire_system(&control->jobs[slot].doorbell) == ticket + 1) break;
-        if (launch.idle_sleep_ns) __nanosleep(launch.idle_sleep_ns);
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x;
+    const PersistentJob *pj = &launch.control->jobs[slot];
+    const uint32_t tag32 = static_cast<uint32_t>(ticket + 1);
+    const uint32_t tag16 = static_cast<uint32_t>(ticket + 1) & 0xffffu;
+    uint4 w = {};
+    for (;;) {
+      bool fresh = true;
+      uint32_t stop_flag = 0;
+      if (lane == 0) {
+        w = load_volatile_v4(&pj->head);
+        fresh = w.x == tag32;
+      } else if (lane == 1) {
+        w = load_volatile_v4(&pj->buffers);
+        fresh = (w.y >> 16) == tag16 && (w.w >> 16) == tag16;
+      } else if (lane == 2) {
+        stop_flag = load_volatile(&launch.control->stop);
       }
-      stop = s;
-      if (s) atomicExch(&st->stop, 1u);
+      const bool all_fresh = __all_sync(0xffffffffu, fresh);
+      const bool stopping = __shfl_sync(0xffffffffu, stop_flag, 2) != 0;
+      if (all_fresh || stopping) {
+        if (lane == 0) {
+          stop = !all_fresh;
+          job.head = {w.x, w.y, w.z, w.w};
+        } else if (lane == 1) {
+          job.batch = reinterpret_cast<const uint8_t *>(
+              ((static_cast<uint64_t>(w.y) << 32) | w.x) & kPointerMask);
+          job.results = reinterpret_cast<GppResult *>(
+              ((static_cast<uint64_t>(w.w) << 32) | w.z) & kPointerMask);
+        }
+        break;
+      }
+      if (launch.idle_sleep_ns) __nanosleep(launch.idle_sleep_ns);
     }
-    __syncthreads();
-    if (stop) return false;
-    if (threadIdx.x < kWorkWords) {
-      const uint4 w = __ldcv(reinterpret_cast<const uint4 *>(&launch.control->jobs[slot].work) +
-                             threadIdx.x);
-      reinterpret_cast<uint4 *>(&work)[threadIdx.x] = w;
-      reinterpret_cast<uint4 *>(&st->work[slot])[threadIdx.x] = w;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      atomicExch(&st->generation, static_cast<unsigned long long>(ticket + 1));
-    }
-    return true;
-  }
-  if (threadIdx.x == 0) {
-    unsigned long long g;
-    while ((g = load_acquire_gpu(&st->generation)) < ticket + 1 && load_volatile(&st->stop) == 0) {
-    }
-    stop = g < ticket + 1;
   }
   __syncthreads();
-  if (stop) return false;
-  if (threadIdx.x < kWorkWords) // written by block 0, another SM: bypass L1
-    reinterpret_cast<uint4 *>(&work)[threadIdx.x] =
-        __ldcg(reinterpret_cast<const uint4 *>(&st->work[slot]) + threadIdx.x);
-  __syncthreads();
-  return true;
+  if (stop) {
+    if (threadIdx.x == 0) atomicExch(&launch.state->stop, 1u);
+    return Next::Stop;
+  }
+  return Next::Process;
 }
 
-__global__ void __launch_bounds__(kPersistentThreads) persistent_kernel(PersistentLaunch launch) {
-  __shared__ PersistentWork work;
+// Other blocks: wait until block 0 has taken job `ticket`; process it only if
+// it was fanned out.  A job done by block 0 alone may already be superseded
+// in its slot: a fanned-out one cannot, since it waits for every block.
+__device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job &job) {
+  __shared__ int next;
+  PersistentFanout *fan = &launch.state->slots[ticket % launch.slots];
+  if (threadIdx.x == 0) {
+    int n;
+    for (;;) {
+      const unsigned long long a = load_acquire_gpu(&fan->announce);
+      if ((a >> 1) >= ticket + 1) {
+        n = ((a >> 1) == ticket + 1 && (a & 1)) ? 0 : 1;
+        break;
+      }
+      if (load_volatile(&launch.state->stop)) {
+        n = 2;
+        break;
+      }
+    }
+    if (n == 0) { // written by block 0, another SM: bypass L1
+      const uint4 h = __ldcg(reinterpret_cast<const uint4 *>(&fan->head));
+      const uint4 b = __ldcg(reinterpret_cast<const uint4 *>(&fan->buffers));
+      job.head = {h.x, h.y, h.z, h.w};
+      job.batch = reinterpret_cast<const uint8_t *>((static_cast<uint64_t>(b.y) << 32) | b.x);
+      job.results = reinterpret_cast<GppResult *>((static_cast<uint64_t>(b.w) << 32) | b.z);
+    }
+    next = n;
+  }
+  __syncthreads();
+  return next == 0 ? Next::Process : next == 1 ? Next::Skip : Next::Stop;
+}
+
+__global__ void __launch_bounds__(kPersistentThreads)
+    persistent_kernel(const __grid_constant__ PersistentLaunch launch) {
+  __shared__ Job job;
   __shared__ GppPacketDesc descs[kPersistentThreads];
   __shared__ GppResult records[kPersistentThreads];
   __shared__ unsigned span_lo, span_hi;
-  __shared__ int stop;
+  extern __shared__ uint4 dynamic_shared[]; // kSharedStageBytes
+  uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
   const unsigned tid = threadIdx.x;
   constexpr unsigned T = kPersistentThreads;
 
-  for (uint64_t ticket = 0;; ++ticket) {
-    if (!receive(launch, ticket, work, stop)) return;
+  for (uint64_t ticket = launch.first_ticket;; ++ticket) {
     const unsigned slot = ticket % launch.slots;
-    const bool fits = work.batch_size <= launch.batch_capacity;
-    const uint32_t count = fits ? work.packet_count : 0;
-    uint8_t *staging = launch.batch_staging + slot * launch.batch_capacity;
+    PersistentFanout *fan = &launch.state->slots[slot];
+    const Next next = blockIdx.x == 0 ? poll_host(launch, ticket, job)
+                                      : wait_fanout(launch, ticket, job);
+    if (next == Next::Stop) return;
+    if (next == Next::Skip) continue;
+    const bool fits = job.head.batch_size <= launch.batch_capacity;
+    const uint32_t count = fits ? job.head.packet_count : 0;
     const uint32_t chunks = (count + T - 1) / T;
-    const bool whole = chunks == 1 && work.batch_size <= kStageWholeBatchMax;
-    const auto *host_descs =
-        reinterpret_cast<const uint4 *>(work.batch + sizeof(GppBatchHeader));
+    const bool fanned_out = chunks > 1;
+    if (blockIdx.x == 0 && tid == 0 && fanned_out) {
+      fan->head = job.head;
+      fan->buffers = {reinterpret_cast<uint64_t>(job.batch),
+                      reinterpret_cast<uint64_t>(job.results)};
+      __threadfence();
+      atomicExch(&fan->announce, ((ticket + 1) << 1) | 1);
+    }
+    uint8_t *staging = launch.batch_staging + slot * launch.batch_capacity;
+    const bool whole = chunks == 1 && job.head.batch_size <= kSharedStageBytes;
+    const auto *host_descs = reinterpret_cast<const uint4 *>(job.batch + sizeof(GppBatchHeader));
 
-    // Chunk c (packets [c*T, c*T+T)) belongs to block c mod gridDim.x: a small
-    // batch never waits for the fan-out, block 0 has its work already.
+    // Chunk c (packets [c*T, c*T+T)) belongs to block c mod gridDim.x.
     for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
       const uint32_t first = chunk * T;
       const uint32_t n = min(T, count - first);
+      // Packet bytes at offset o of the batch are at stage_base + (o - stage_lo).
+      uint8_t *stage_base = shared_stage;
+      uint32_t stage_lo = 0;
       if (whole) {
-        stage(work.batch, staging, 0, work.batch_size);
+        stage(job.batch, shared_stage, 0, job.head.batch_size);
         __syncthreads();
         if (tid < n)
-          descs[tid] = reinterpret_cast<const GppPacketDesc *>(staging + sizeof(GppBatchHeader))[tid];
+          descs[tid] =
+              reinterpret_cast<const GppPacketDesc *>(shared_stage + sizeof(GppBatchHeader))[tid];
       } else {
         if (tid == 0) {
           span_lo = UINT32_MAX;
@@ -151,36 +214,49 @@ __global__ void __launch_bounds__(kPersistentThreads) persistent_kernel(Persiste
           atomicMax(&span_hi, descs[tid].offset + descs[tid].caplen);
         }
         __syncthreads();
-        if (span_hi > span_lo) stage(work.batch, staging, span_lo, span_hi);
+        stage_lo = span_lo & ~15u;
+        if (span_hi > span_lo) {
+          if (span_hi - stage_lo > kSharedStageBytes) {
+            stage_base = staging + stage_lo; // same offsets as the batch
+            stage(job.batch, stage_base, stage_lo, span_hi);
+          } else {
+            stage(job.batch, shared_stage, stage_lo, span_hi);
+          }
+        }
       }
       __syncthreads();
       if (tid < n) {
         const GppPacketDesc d = descs[tid];
-        process_packet(staging + d.offset, d.caplen, d.wirelen, work.linktype, d.packet_number,
-                       d.timestamp_ns, work.cfg, records[tid]);
+        process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
+                       d.packet_number, d.timestamp_ns, launch.cfg, records[tid]);
       }
       __syncthreads();
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
       const unsigned words = n * sizeof(GppResult) / sizeof(uint4);
       const auto *rsrc = reinterpret_cast<const uint4 *>(records);
-      auto *rdst = reinterpret_cast<uint4 *>(work.results + first);
+      auto *rdst = reinterpret_cast<uint4 *>(job.results + first);
       for (unsigned w = tid; w < words; w += T) rdst[w] = rsrc[w];
       __syncthreads(); // records and descs are reused by the next chunk
     }
-    __threadfence_system(); // this thread's records reach the host before the count
+    if (!fanned_out && blockIdx.x != 0) continue;
     __syncthreads();
     if (tid == 0) {
-      PersistentDeviceState *st = launch.state;
-      if (atomicAdd(&st->arrived[slot], 1u) == gridDim.x - 1) {
-        // Every block is done with this job, and so with its slot.
-        st->arrived[slot] = 0;
-        __threadfence_system();
-        PersistentJob *job = &launch.control->jobs[slot];
-        *reinterpret_cast<volatile int32_t *>(&job->error) =
-            fits ? kPersistentOk : kPersistentBatchTooLarge;
-        __threadfence_system();
-        *reinterpret_cast<volatile uint64_t *>(&job->done) = ticket + 1;
+      // One system-scope fence for the block: the barrier orders every
+      // thread's record stores before it (a fence in each of 256 threads
+      // costs microseconds).
+      __threadfence_system();
+      const bool last = !fanned_out || atomicAdd(&fan->arrived, 1u) == gridDim.x - 1;
+      if (last) {
+        if (fanned_out) atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+        store_volatile_v4(&launch.control->jobs[slot].answer,
+                          make_uint4(static_cast<uint32_t>(ticket + 1),
+                                     static_cast<uint32_t>((ticket + 1) >> 32),
+                                     static_cast<uint32_t>(fits ? kPersistentOk
+                                                                : kPersistentBatchTooLarge),
+                                     0));
       }
+      // The other blocks skip a job block 0 did alone; tell them after answering.
+      if (!fanned_out) atomicExch(&fan->announce, (ticket + 1) << 1);
     }
   }
 }
@@ -189,8 +265,12 @@ __global__ void __launch_bounds__(kPersistentThreads) persistent_kernel(Persiste
 
 cudaError_t persistent_max_blocks(int device, unsigned *blocks) {
   int per_sm = 0, sms = 0;
-  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_kernel,
-                                                                kPersistentThreads, 0);
+  cudaError_t e = cudaFuncSetAttribute(persistent_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       kSharedStageBytes);
+  if (e != cudaSuccess) return e;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_kernel,
+                                                    kPersistentThreads, kSharedStageBytes);
   if (e != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
@@ -203,7 +283,7 @@ cudaError_t launch_persistent(const PersistentLaunch &launch, cudaStream_t strea
   void *params[] = {&args};
   cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<void *>(persistent_kernel),
                                               dim3(launch.blocks), dim3(kPersistentThreads),
-                                              params, 0, stream);
+                                              params, kSharedStageBytes, stream);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
