@@ -12,8 +12,12 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
   const GppPacketDesc d = descs[i];
+  // The core updates its record field by field: build it in registers and
+  // store it once, rather than read-modify-write memory at every step.
+  GppResult r;
   process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
-                 d.timestamp_ns, cfg, out);
+                 d.timestamp_ns, cfg, r);
+  out = r;
 }
 
 // One thread per packet: packets are independent and most are short, so this
