@@ -324,8 +324,6 @@ public:
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
-    // The streaming thread may not be the one that made the engine.
-    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     if (batch_size > batch_capacity_) {
       *error = "batch of " + size_text(batch_size) +
                " exceeds the persistent kernel's staging (" + size_text(batch_capacity_) +
@@ -340,7 +338,12 @@ public:
     }
     // New rule sets or settings: finish the batches in flight, then restart
     // the kernel with them (a fresh launch also has clean L1 caches).
-    auto drain = [this](std::string *err) { return quiesce(err) && stop_kernel(err); };
+    // Posting a batch makes no CUDA call; this slow path does (and the
+    // streaming thread may not be the one that made the engine).
+    auto drain = [this](std::string *err) {
+      return check(cudaSetDevice(device_), "cudaSetDevice", err) && quiesce(err) &&
+             stop_kernel(err);
+    };
     CoreConfig device_cfg = cfg;
     if (!sets_.translate(device_cfg, drain, error)) return false;
     if (running_ && !same_config(device_cfg, running_cfg_) && !drain(error)) return false;
@@ -393,6 +396,7 @@ private:
 
   bool start_kernel(const CoreConfig &cfg, std::string *error) {
     try {
+      GPP_CUDA_TRY(cudaSetDevice(device_));
       GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
       reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(0, std::memory_order_release);
       PersistentLaunch launch{};
@@ -438,15 +442,20 @@ private:
   bool wait_answer(uint64_t ticket, bool poll_stream, std::string *error) {
     auto *done =
         reinterpret_cast<std::atomic<uint64_t> *>(&control()->jobs[ticket % slots_].answer.done);
-    const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+    // A health check (is the kernel still alive? too late?) costs a driver
+    // call of microseconds: once a millisecond, never on the fast path.
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    auto next_check = start + std::chrono::milliseconds(1);
     for (unsigned spins = 0; done->load(std::memory_order_acquire) < ticket + 1; ++spins) {
-      if ((spins & 1023) == 1023) {
+      if ((spins & 255) == 255 && clock::now() >= next_check) {
+        next_check = clock::now() + std::chrono::milliseconds(1);
         // The kernel may have died (e.g. a fault): then the stream reports it.
         const cudaError_t e = poll_stream ? cudaStreamQuery(stream_.get()) : cudaErrorNotReady;
         if (e != cudaErrorNotReady)
           return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
                        "persistent kernel stopped unexpectedly", error);
-        if (std::chrono::steady_clock::now() > deadline) {
+        if (clock::now() - start > kAnswerTimeout) {
           *error = "persistent kernel did not answer batch " + std::to_string(ticket) +
                    " within " + std::to_string(kAnswerTimeout.count()) + " s";
           return false;
