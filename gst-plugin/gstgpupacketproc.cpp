@@ -75,7 +75,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_POOL_SIZE 64    /* MiB */
 #define MAX_POOL_SIZE (64 * 1024)
 #define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
-#define DEFAULT_PERSISTENT_BLOCKS 1
+#define DEFAULT_PERSISTENT_BLOCKS 0
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
 #define DEFAULT_ACL_RULES NULL
 #define DEFAULT_DPI_PATTERNS NULL
@@ -1370,9 +1370,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           GST_TYPE_GPU_PACKET_PROC_MEMORY, DEFAULT_POOL_MEMORY, rw_ready));
   g_object_class_install_property (gobject_class, PROP_PERSISTENT_BLOCKS,
       g_param_spec_uint ("persistent-blocks", "Persistent blocks",
-          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. One block "
-          "answers small batches soonest; more blocks share large batches but add "
-          "grid-wide synchronisation to every batch (see BENCHMARKS)",
+          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. Batches of up "
+          "to 256 packets run on one block whatever this is; larger ones are shared "
+          "out, 256 packets per block",
           0, 65535, DEFAULT_PERSISTENT_BLOCKS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_WAIT_STRATEGY,
       g_param_spec_enum ("wait-strategy", "Wait strategy",
