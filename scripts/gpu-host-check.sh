@@ -32,14 +32,15 @@ run modes build/tests/gpu/test-gpu-modes "$pcaps"
 GPP_GPU_MODES_PROPS="acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
   GPP_GPU_MODES_CAPTURES=zeek__wikipedia.pcap,zeek__ssh.pcap,zeek__ftp_ipv6.pcap \
   run modes-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
-# The element defaults to persistent-blocks=1; the whole-GPU grid too.
-GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=0" \
-  run modes-persistent-all-sms build/tests/gpu/test-gpu-modes "$pcaps" --section parity
-GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=0 acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
+# The element defaults to one persistent block per SM; a single block too (every
+# batch over 256 packets then loops on it).
+GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
+  run modes-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section parity
+GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1 acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
   GPP_GPU_MODES_CAPTURES=zeek__wikipedia.pcap,zeek__ssh.pcap,generated \
-  run modes-persistent-all-sms-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
-GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=0" \
-  run swap-persistent-all-sms build/tests/gpu/test-gpu-modes "$pcaps" --section swap
+  run modes-persistent-1blk-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
+GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
+  run swap-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section swap
 TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
 # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
@@ -54,7 +55,7 @@ run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section switch
 run racecheck-modes $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --section events
-GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=0" \
+GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run memcheck-swap-persistent $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section swap
 python3 examples/make-sample-pcap.py build/sample-traffic.pcap --packets 100000 > /dev/null
 run mode-switch build/examples/gpupacket-mode-switch --every 20 build/sample-traffic.pcap
