@@ -273,12 +273,13 @@ bool Report::write_locked(const std::string &dir, const std::string &status, std
     }
   }
   std::ofstream csv(csv_path);
-  csv << "section,item,mode,batch_packets,packet_bytes,metric,value,unit,target,status,note\n";
+  csv << "section,item,mode,profile,workload,batch_packets,packet_bytes,metric,value,unit,target,"
+         "status,note\n";
   for (const auto &r : csv_) {
     char value[64];
     std::snprintf(value, sizeof value, "%.6g", r.value);
     csv << csv_escape(r.section) << ',' << csv_escape(r.item) << ',' << csv_escape(r.mode) << ','
-        << r.batch_packets << ',' << r.packet_bytes << ',' << csv_escape(r.metric) << ',' << value
+        << csv_escape(r.profile) << ',' << csv_escape(r.workload) << ',' << r.batch_packets << ',' << r.packet_bytes << ',' << csv_escape(r.metric) << ',' << value
         << ',' << csv_escape(r.unit) << ',' << csv_escape(r.target) << ',' << csv_escape(r.status)
         << ',' << csv_escape(r.note) << "\n";
   }

@@ -72,6 +72,7 @@ struct Table {
 // One measured figure in report.csv.
 struct CsvRow {
   std::string section, item, mode;
+  std::string profile, workload; // grid dimensions ("" where they do not apply)
   uint32_t batch_packets = 0, packet_bytes = 0;
   std::string metric;
   double value = 0;

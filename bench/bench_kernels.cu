@@ -40,7 +40,21 @@ __global__ void pingpong_kernel(PingPongShared *shared, uint64_t idle_timeout_ns
   __threadfence_system();
 }
 
+__global__ void copy_kernel(uint4 *dst, const uint4 *src, size_t words) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += stride)
+    dst[i] = src[i];
+}
+
 } // namespace
+
+cudaError_t launch_copy_kernel(void *dst, const void *src, size_t bytes, unsigned blocks,
+                               cudaStream_t stream) {
+  copy_kernel<<<blocks, 256, 0, stream>>>(static_cast<uint4 *>(dst),
+                                          static_cast<const uint4 *>(src), bytes / 16);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_empty_kernel(cudaStream_t stream) {
   empty_kernel<<<1, 1, 0, stream>>>();

@@ -35,4 +35,11 @@ constexpr uint32_t kExitIdle = 2;
 [[nodiscard]] cudaError_t launch_pingpong(PingPongShared *shared, uint64_t idle_timeout_ns,
                                           cudaStream_t stream);
 
+// Copies `bytes` (a multiple of 16, 16-byte aligned pointers) with a
+// grid-stride kernel of 16-byte loads and stores: with one side a device
+// pointer to cudaHostAllocMapped memory, the kernel itself moves the data
+// over PCIe (the zero-copy way), no copy engine involved.
+[[nodiscard]] cudaError_t launch_copy_kernel(void *dst, const void *src, size_t bytes,
+                                             unsigned blocks, cudaStream_t stream);
+
 } // namespace gppbench

@@ -47,6 +47,8 @@ void run_mode(const GstBenchConfig &config, const std::vector<std::vector<uint8_
   GstBus *bus = gst_bus_new();
   gst_element_set_bus(element, bus);
   g_object_set(element, "device-id", config.device_id, nullptr);
+  for (const auto &prop : config.properties)
+    gst_util_set_object_arg(G_OBJECT(element), prop.first.c_str(), prop.second.c_str());
   // The harness starts the element playing in the default mode (cpu, which
   // always starts); switching to a GPU mode then happens on the first batch,
   // where a failure is a flow error with a bus message, not an abort.
@@ -72,7 +74,10 @@ void run_mode(const GstBenchConfig &config, const std::vector<std::vector<uint8_
   std::vector<uint64_t> samples;
   samples.reserve(config.measured);
   const unsigned total = config.warmup + config.measured;
+  uint64_t stop_at = 0;
   for (unsigned i = 0; i < total && r.error.empty(); ++i) {
+    if (i == config.warmup) stop_at = now_ns() + static_cast<uint64_t>(config.max_seconds * 1e9);
+    if (i > config.warmup + 20 && now_ns() > stop_at) break;
     const size_t which = i % batches.size();
     const std::vector<uint8_t> &batch = batches[which];
     GstMemory *mem = gst_allocator_alloc(allocator, batch.size(), allocator ? &params : nullptr);
@@ -142,19 +147,8 @@ void run_mode(const GstBenchConfig &config, const std::vector<std::vector<uint8_
   gst_object_unref(bus);
 }
 
-} // namespace
-
-bool gst_bench_available() { return true; }
-
-bool run_gst_latency(const GstBenchConfig &config, const std::vector<std::vector<uint8_t>> &batches,
-                     const std::vector<std::vector<GppResult>> &references,
-                     const std::vector<std::string> &modes,
-                     const std::function<void(const std::string &)> &phase,
-                     std::vector<GstModeResult> *results, std::string *error) {
-  if (batches.empty() || references.size() != batches.size()) {
-    *error = "no batches to push";
-    return false;
-  }
+// gst_init and the plugin path, once.
+bool init_gstreamer(std::string *error) {
 #ifdef GPP_BENCH_PLUGIN_DIR
   // Convenience: without a plugin path, use this build's plugin.
   if (!std::getenv("GST_PLUGIN_PATH_1_0") && !std::getenv("GST_PLUGIN_PATH")) {
@@ -168,15 +162,40 @@ bool run_gst_latency(const GstBenchConfig &config, const std::vector<std::vector
     if (err) g_error_free(err);
     return false;
   }
-  GstElementFactory *factory = gst_element_factory_find("gpupacketproc");
-  if (!factory) {
-    const char *path = std::getenv("GST_PLUGIN_PATH_1_0");
-    *error = std::string("element gpupacketproc not found (GST_PLUGIN_PATH_1_0=") +
-             (path ? path : "unset") +
-             "); point GST_PLUGIN_PATH_1_0 at the build's gst-plugin directory";
+  for (const char *name : {"gpupacketproc", "packettestsrc"}) {
+    GstElementFactory *factory = gst_element_factory_find(name);
+    if (!factory) {
+      const char *path = std::getenv("GST_PLUGIN_PATH_1_0");
+      *error = std::string("element ") + name + " not found (GST_PLUGIN_PATH_1_0=" +
+               (path ? path : "unset") +
+               "); point GST_PLUGIN_PATH_1_0 at the build's gst-plugin directory";
+      return false;
+    }
+    gst_object_unref(factory);
+  }
+  return true;
+}
+
+GstStructure *element_stats(GstElement *proc) {
+  GstStructure *stats = nullptr;
+  g_object_get(proc, "stats", &stats, nullptr);
+  return stats;
+}
+
+} // namespace
+
+bool gst_bench_available() { return true; }
+
+bool run_gst_latency(const GstBenchConfig &config, const std::vector<std::vector<uint8_t>> &batches,
+                     const std::vector<std::vector<GppResult>> &references,
+                     const std::vector<std::string> &modes,
+                     const std::function<void(const std::string &)> &phase,
+                     std::vector<GstModeResult> *results, std::string *error) {
+  if (batches.empty() || references.size() != batches.size()) {
+    *error = "no batches to push";
     return false;
   }
-  gst_object_unref(factory);
+  if (!init_gstreamer(error)) return false;
   for (const std::string &mode : modes) {
     phase(mode);
     GstModeResult r;
@@ -185,6 +204,76 @@ bool run_gst_latency(const GstBenchConfig &config, const std::vector<std::vector
     results->push_back(r);
   }
   return true;
+}
+
+bool run_gst_pipeline(const GstPipelineConfig &config, GstPipelineResult *result) {
+  if (!init_gstreamer(&result->error)) return false;
+  GstElement *pipeline = gst_pipeline_new(nullptr);
+  GstElement *src = gst_element_factory_make("packettestsrc", nullptr);
+  GstElement *proc = gst_element_factory_make("gpupacketproc", nullptr);
+  GstElement *sink = gst_element_factory_make("fakesink", nullptr);
+  if (!pipeline || !src || !proc || !sink) {
+    result->error = "could not make the pipeline's elements";
+    for (GstElement *e : {pipeline, src, proc, sink})
+      if (e) gst_object_unref(e);
+    return false;
+  }
+  g_object_set(sink, "sync", FALSE, "async", FALSE, nullptr);
+  g_object_set(proc, "device-id", config.device_id, nullptr);
+  gst_util_set_object_arg(G_OBJECT(proc), "mode", config.mode.c_str());
+  for (const auto &prop : config.source)
+    gst_util_set_object_arg(G_OBJECT(src), prop.first.c_str(), prop.second.c_str());
+  for (const auto &prop : config.proc)
+    gst_util_set_object_arg(G_OBJECT(proc), prop.first.c_str(), prop.second.c_str());
+  gst_bin_add_many(GST_BIN(pipeline), src, proc, sink, nullptr);
+  GstBus *bus = gst_element_get_bus(pipeline);
+  auto sample = [&](uint64_t *batches, uint64_t *packets, uint64_t *bytes) {
+    GstStructure *st = element_stats(proc);
+    *batches = stats_u64(st, "batches");
+    *packets = stats_u64(st, "packets");
+    *bytes = stats_u64(st, "bytes");
+    if (st) gst_structure_free(st);
+  };
+  auto sleep_s = [](double s) { g_usleep(static_cast<gulong>(s * 1e6)); };
+  if (!gst_element_link_many(src, proc, sink, nullptr)) {
+    result->error = "could not link packettestsrc ! gpupacketproc ! fakesink";
+  } else if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+    result->error = "the pipeline did not start: " + bus_error(bus);
+  } else {
+    uint64_t b0 = 0, p0 = 0, y0 = 0, b1 = 0, p1 = 0, y1 = 0;
+    const uint64_t deadline = now_ns() + static_cast<uint64_t>(config.start_timeout_s * 1e9);
+    while (result->error.empty() && b0 == 0) {
+      sleep_s(0.002);
+      sample(&b0, &p0, &y0);
+      const std::string why = bus_error(bus);
+      if (!why.empty()) result->error = why;
+      else if (b0 == 0 && now_ns() > deadline)
+        result->error = "no batch through the element within " + fmt(config.start_timeout_s, 0) + " s";
+    }
+    if (result->error.empty()) {
+      sleep_s(config.warmup_s);
+      sample(&b0, &p0, &y0);
+      const uint64_t t0 = now_ns();
+      sleep_s(config.measure_s);
+      sample(&b1, &p1, &y1);
+      result->seconds = (now_ns() - t0) / 1e9;
+      result->batches = b1 - b0;
+      result->packets = p1 - p0;
+      result->bytes = y1 - y0;
+      GstStructure *st = element_stats(proc);
+      const std::string m = config.mode;
+      result->stats_p50 = stats_u64(st, m + "-latency-p50-ns");
+      result->stats_p99 = stats_u64(st, m + "-latency-p99-ns");
+      result->stats_p999 = stats_u64(st, m + "-latency-p999-ns");
+      if (st) gst_structure_free(st);
+      const std::string why = bus_error(bus);
+      if (!why.empty()) result->error = why;
+    }
+  }
+  gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(bus);
+  gst_object_unref(pipeline);
+  return result->error.empty();
 }
 
 } // namespace gppbench

@@ -14,4 +14,9 @@ bool run_gst_latency(const GstBenchConfig &, const std::vector<std::vector<uint8
   return false;
 }
 
+bool run_gst_pipeline(const GstPipelineConfig &, GstPipelineResult *result) {
+  result->error = "built without gstreamer-check-1.0";
+  return false;
+}
+
 } // namespace gppbench
