@@ -234,6 +234,9 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   DpiBlobHeader h{};
   h.magic = kDpiBlobMagic;
   h.pattern_count = static_cast<uint32_t>(set.patterns.size());
+  for (const DpiPattern &p : set.patterns)
+    h.max_pattern_length = std::max<uint32_t>(h.max_pattern_length,
+                                              static_cast<uint32_t>(p.bytes.size()));
   h.generation = next_generation++;
   size_t offset = align16(sizeof h);
   for (int a = 0; a < kDpiAutomata; ++a) {
@@ -241,8 +244,9 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     DpiAutomaton &d = h.automata[a];
     d.states = static_cast<uint32_t>(states);
     d.classes = states ? byte_classes(set.patterns, a == 1, d.byte_class) : 0;
+    d.entry_bytes = states < kDpiMaxStates16 ? 2 : 4;
     d.next_offset = static_cast<uint32_t>(offset);
-    offset = align16(offset + states * d.classes * sizeof(uint32_t));
+    offset = align16(offset + states * d.classes * d.entry_bytes);
     d.out_count_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(uint32_t));
     d.out_min_offset = static_cast<uint32_t>(offset);
@@ -259,11 +263,21 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     const DpiAutomaton &d = h.automata[a];
     if (!d.states) continue;
     // Compress each 256-wide row: a class's transition is its bytes' (alike).
-    auto *next = reinterpret_cast<uint32_t *>(set.blob.data() + d.next_offset);
+    // The entry's top bit flags a target state with output.
+    const uint32_t output_flag = d.entry_bytes == 2 ? 0x8000u : 0x80000000u;
+    uint8_t *table = set.blob.data() + d.next_offset;
     for (uint32_t s = 0; s < d.states; ++s)
       for (int c = 0; c < 256; ++c) {
         if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
-        next[s * d.classes + d.byte_class[c]] = am[a].next[s][c];
+        const uint32_t to = am[a].next[s][c];
+        const uint32_t entry = to | (am[a].count[to] ? output_flag : 0);
+        const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
+        if (d.entry_bytes == 2) {
+          const uint16_t e16 = static_cast<uint16_t>(entry);
+          std::memcpy(table + 2 * at, &e16, 2);
+        } else {
+          std::memcpy(table + 4 * at, &entry, 4);
+        }
       }
     std::memcpy(set.blob.data() + d.out_count_offset, am[a].count.data(),
                 d.states * sizeof(uint32_t));

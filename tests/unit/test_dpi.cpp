@@ -172,6 +172,38 @@ TEST(DpiScan, AgreesWithNaiveMatcherOnRandomData) {
   }
 }
 
+// Long payloads are scanned as two halves whose second starts a pattern
+// length early: matches across the middle, right at it, and sets with only
+// one kind of pattern (the other automaton empty) must still count exactly.
+TEST(DpiScan, SplitScanAgreesWithNaiveMatcherAcrossTheMiddle) {
+  std::mt19937 rng(7);
+  for (const char *kinds : {"both", "exact", "nocase"}) {
+    std::string text;
+    for (int p = 0; p < 60; ++p) {
+      std::string pat;
+      for (int k = 1 + rng() % 40; k > 0; --k) pat.push_back("abAB"[rng() % 4]);
+      const bool nocase = kinds[0] == 'n' || (kinds[0] == 'b' && rng() % 2);
+      text += nocase ? "alert tcp any any -> any any (content:\"" + pat + "\"; nocase; sid:1;)\n"
+                     : pat + "\n";
+    }
+    std::string error;
+    auto set = parse(text, &error);
+    ASSERT_TRUE(set) << error;
+    for (int n = 0; n < 300; ++n) {
+      const size_t len = rng() % 3000;
+      std::string payload;
+      for (size_t k = 0; k < len; ++k) payload.push_back("abABz"[rng() % 5]);
+      int32_t id, naive_id;
+      uint32_t hits, naive_hits;
+      scan(*set, payload, &id, &hits);
+      set->naive_scan(reinterpret_cast<const uint8_t *>(payload.data()),
+                      static_cast<uint32_t>(payload.size()), &naive_id, &naive_hits);
+      ASSERT_EQ(id, naive_id) << kinds << " length " << len;
+      ASSERT_EQ(hits, naive_hits) << kinds << " length " << len;
+    }
+  }
+}
+
 // Every capture, with both ET Open sets: the core's DPI fields equal the
 // naive matcher over the same payload bytes.
 TEST(DpiCaptures, EtOpenSetsAgreeWithNaiveMatcherOnEveryCapture) {
