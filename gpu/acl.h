@@ -74,7 +74,23 @@ struct AclBlobHeader {
   uint8_t reserved[8];
 };
 
+GPP_ACL_HD inline uint32_t acl_load_be32(const uint8_t *p) {
+  return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
+}
+
+// Bits of an IPv4 prefix of `len` bits, as a host-order mask.
+GPP_ACL_HD inline uint32_t acl_mask32(uint8_t len) {
+  return len == 0 ? 0u : len >= 32 ? 0xffffffffu : ~(0xffffffffu >> len);
+}
+
+// IPv4 keys hash as one 64-bit word (one multiply); IPv6 keys byte by byte.
+GPP_ACL_HD inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
+  const uint64_t k = ((static_cast<uint64_t>(src) << 32) | dst) * 0x9e3779b97f4a7c15ull;
+  return static_cast<uint32_t>(k >> 32);
+}
+
 GPP_ACL_HD inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
+  if (addr_len == 4) return acl_hash32(acl_load_be32(src), acl_load_be32(dst));
   uint32_t h = 2166136261u; // FNV-1a
   for (int i = 0; i < addr_len; ++i) h = (h ^ src[i]) * 16777619u;
   for (int i = 0; i < addr_len; ++i) h = (h ^ dst[i]) * 16777619u;
@@ -88,42 +104,82 @@ GPP_ACL_HD inline void acl_mask(const uint8_t *addr, int len_bits, int addr_len,
   }
 }
 
-// First matching rule index for a parsed packet, or kAclNoRule.  Non-IP
-// packets match nothing; packets without ports (ICMP, non-first fragments)
-// match with ports 0.
-GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
-  if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) return kAclNoRule;
-  const auto *h = reinterpret_cast<const AclBlobHeader *>(blob);
-  const auto *rules = reinterpret_cast<const AclRule *>(blob + h->rules_offset);
-  const auto *tuples = reinterpret_cast<const AclTuple *>(blob + h->tuples_offset);
-  const auto *slots = reinterpret_cast<const AclSlot *>(blob + h->slots_offset);
-  const auto *entries = reinterpret_cast<const uint32_t *>(blob + h->entries_offset);
-  const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
-  const uint16_t sport = has_ports ? r.sport : 0;
-  const uint16_t dport = has_ports ? r.dport : 0;
-  const int addr_len = r.ip_version == 4 ? 4 : 16;
+// Whether a rule's ports and protocol admit the packet.
+GPP_ACL_HD inline bool acl_ports_match(const AclRule &rule, uint16_t sport, uint16_t dport,
+                                       uint8_t proto) {
+  return sport >= rule.sport_lo && sport <= rule.sport_hi && dport >= rule.dport_lo &&
+         dport <= rule.dport_hi && (proto & rule.proto_mask) == (rule.proto & rule.proto_mask);
+}
+
+// The rules and tuples of a blob.
+struct AclView {
+  const AclBlobHeader *h;
+  const AclRule *rules;
+  const AclTuple *tuples;
+  const AclSlot *slots;
+  const uint32_t *entries;
+  GPP_ACL_HD explicit AclView(const uint8_t *blob)
+      : h(reinterpret_cast<const AclBlobHeader *>(blob)),
+        rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
+        tuples(reinterpret_cast<const AclTuple *>(blob + h->tuples_offset)),
+        slots(reinterpret_cast<const AclSlot *>(blob + h->slots_offset)),
+        entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)) {}
+};
+
+// IPv4 search: addresses and masks as 32-bit words.
+GPP_ACL_HD inline uint32_t acl_classify_v4(const AclView &v, const GppResult &r, uint16_t sport,
+                                           uint16_t dport) {
+  const uint32_t src = acl_load_be32(r.src), dst = acl_load_be32(r.dst);
   uint32_t best = kAclNoRule;
-  for (uint32_t t = 0; t < h->tuple_count; ++t) {
-    const AclTuple tuple = tuples[t];
+  for (uint32_t t = 0; t < v.h->tuple_count; ++t) {
+    const AclTuple tuple = v.tuples[t];
     if (tuple.min_rule >= best) break; // no later tuple holds an earlier rule
-    if (tuple.ip_version != r.ip_version) continue;
+    if (tuple.ip_version != 4) continue;
+    const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
+    for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+      const AclSlot &slot = v.slots[tuple.slot_offset + i];
+      if (slot.count == 0) break;
+      if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
+      for (uint32_t e = 0; e < slot.count; ++e) {
+        const uint32_t idx = v.entries[slot.first + e];
+        if (idx >= best) break;
+        const AclRule &rule = v.rules[idx];
+        if (!acl_ports_match(rule, sport, dport, r.l4_proto)) continue;
+        // The exact prefixes, finer than the tuple's.
+        if ((src & acl_mask32(rule.src_len)) != acl_load_be32(rule.src) ||
+            (dst & acl_mask32(rule.dst_len)) != acl_load_be32(rule.dst))
+          continue;
+        best = idx;
+        break;
+      }
+      break; // one slot per key
+    }
+  }
+  return best;
+}
+
+GPP_ACL_HD inline uint32_t acl_classify_v6(const AclView &v, const GppResult &r, uint16_t sport,
+                                           uint16_t dport) {
+  constexpr int addr_len = 16;
+  uint32_t best = kAclNoRule;
+  for (uint32_t t = 0; t < v.h->tuple_count; ++t) {
+    const AclTuple tuple = v.tuples[t];
+    if (tuple.min_rule >= best) break; // no later tuple holds an earlier rule
+    if (tuple.ip_version != 6) continue;
     uint8_t src[16], dst[16];
     acl_mask(r.src, tuple.src_len, addr_len, src);
     acl_mask(r.dst, tuple.dst_len, addr_len, dst);
-    uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;
-    for (;; i = (i + 1) & tuple.slot_mask) {
-      const AclSlot &slot = slots[tuple.slot_offset + i];
+    for (uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+      const AclSlot &slot = v.slots[tuple.slot_offset + i];
       if (slot.count == 0) break;
       bool same = true;
       for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
       if (!same) continue;
       for (uint32_t e = 0; e < slot.count; ++e) {
-        const uint32_t idx = entries[slot.first + e];
+        const uint32_t idx = v.entries[slot.first + e];
         if (idx >= best) break;
-        const AclRule &rule = rules[idx];
-        if (sport < rule.sport_lo || sport > rule.sport_hi || dport < rule.dport_lo ||
-            dport > rule.dport_hi || (r.l4_proto & rule.proto_mask) != (rule.proto & rule.proto_mask))
-          continue;
+        const AclRule &rule = v.rules[idx];
+        if (!acl_ports_match(rule, sport, dport, r.l4_proto)) continue;
         bool inside = true; // the exact prefixes, finer than the tuple's
         if (rule.src_len != tuple.src_len || rule.dst_len != tuple.dst_len) {
           uint8_t a[16], b[16];
@@ -141,6 +197,19 @@ GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r)
     }
   }
   return best;
+}
+
+// First matching rule index for a parsed packet, or kAclNoRule.  Non-IP
+// packets match nothing; packets without ports (ICMP, non-first fragments)
+// match with ports 0.
+GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
+  if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) return kAclNoRule;
+  const AclView v(blob);
+  const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
+  const uint16_t sport = has_ports ? r.sport : 0;
+  const uint16_t dport = has_ports ? r.dport : 0;
+  return r.ip_version == 4 ? acl_classify_v4(v, r, sport, dport)
+                           : acl_classify_v6(v, r, sport, dport);
 }
 
 // Fills the ACL fields of a parsed record; `default_action` for no match.
