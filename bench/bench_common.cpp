@@ -12,7 +12,6 @@
 #include <iostream>
 #include <sstream>
 
-#include "batch_builder.h"
 
 namespace gppbench {
 
@@ -44,83 +43,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-// ---- traffic ----------------------------------------------------------------------
-
-namespace {
-
-void put16(uint8_t *p, uint16_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-
-uint32_t sum16(const uint8_t *p, size_t n, uint32_t sum) {
-  size_t i = 0;
-  for (; i + 1 < n; i += 2) sum += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
-  if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
-  return sum;
-}
-
-uint16_t fold(uint32_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return static_cast<uint16_t>(~sum & 0xffff);
-}
-
-} // namespace
-
-void make_udp_frame(uint8_t *out, uint32_t frame_bytes, uint32_t flow) {
-  if (frame_bytes < 42) frame_bytes = 42;
-  std::memset(out, 0, frame_bytes);
-  // Ethernet II
-  const uint8_t dst_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01};
-  const uint8_t src_mac[6] = {0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
-  std::memcpy(out, dst_mac, 6);
-  std::memcpy(out + 6, src_mac, 6);
-  put16(out + 12, 0x0800);
-  // IPv4
-  uint8_t *ip = out + 14;
-  const uint16_t ip_len = static_cast<uint16_t>(frame_bytes - 14);
-  ip[0] = 0x45;
-  put16(ip + 2, ip_len);
-  put16(ip + 4, static_cast<uint16_t>(flow));
-  put16(ip + 6, 0x4000); // DF
-  ip[8] = 64;
-  ip[9] = 17;
-  ip[12] = 10;
-  ip[13] = static_cast<uint8_t>(flow >> 16);
-  ip[14] = static_cast<uint8_t>(flow >> 8);
-  ip[15] = static_cast<uint8_t>(flow);
-  ip[16] = 192;
-  ip[17] = 168;
-  ip[18] = static_cast<uint8_t>(flow * 7 >> 8);
-  ip[19] = static_cast<uint8_t>(flow * 7 + 1);
-  put16(ip + 10, fold(sum16(ip, 20, 0)));
-  // UDP
-  uint8_t *udp = ip + 20;
-  const uint16_t udp_len = static_cast<uint16_t>(ip_len - 20);
-  static const uint16_t kPorts[] = {53, 80, 123, 443, 5001, 8080};
-  put16(udp, static_cast<uint16_t>(1024 + (flow * 2654435761u >> 16) % 60000));
-  put16(udp + 2, kPorts[flow % (sizeof kPorts / sizeof kPorts[0])]);
-  put16(udp + 4, udp_len);
-  for (uint32_t i = 8; i < udp_len; ++i) udp[i] = static_cast<uint8_t>(flow + i * 31);
-  uint32_t sum = sum16(ip + 12, 8, 0); // pseudo header: addresses
-  sum += 17 + udp_len;
-  sum = sum16(udp, udp_len, sum);
-  uint16_t csum = fold(sum);
-  put16(udp + 6, csum ? csum : 0xffff);
-}
-
-std::vector<uint8_t> make_udp_batch(uint32_t packets, uint32_t frame_bytes, uint32_t first_flow) {
-  gpp::BatchBuilder builder;
-  builder.reset(1 /* LINKTYPE_ETHERNET */);
-  std::vector<uint8_t> frame(std::max<uint32_t>(frame_bytes, 42));
-  for (uint32_t i = 0; i < packets; ++i) {
-    make_udp_frame(frame.data(), frame_bytes, first_flow + i);
-    builder.add(frame.data(), frame_bytes, frame_bytes,
-                1700000000000000000ull + 1000ull * (first_flow + i), first_flow + i + 1);
-  }
-  return builder.finish();
 }
 
 // ---- formatting ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // Pieces of gpupacket-bench that know no CUDA: clocks and percentiles, the
-// synthetic traffic, the report (stdout tables, report.md, report.csv) and the
+// report (stdout tables, report.md, report.csv) and the
 // watchdog that turns any hang into a clear message and an exit.
 #pragma once
 
@@ -40,17 +40,6 @@ struct LatencyStats {
 };
 LatencyStats summarize(std::vector<uint64_t> samples_ns);
 double median(std::vector<double> v);
-
-// ---- synthetic traffic -------------------------------------------------------
-
-// Ethernet II / IPv4 (valid header checksum, DF) / UDP (valid checksum) frame of
-// `frame_bytes` bytes (at least 42) for flow number `flow`: addresses and
-// ports vary with the flow so RSS hashes differ from packet to packet.
-void make_udp_frame(uint8_t *out, uint32_t frame_bytes, uint32_t flow);
-
-// A finished batch (gpupacket/packet-batch.h layout, link type Ethernet) of
-// `packets` frames of `frame_bytes`, flows first_flow, first_flow + 1, ...
-std::vector<uint8_t> make_udp_batch(uint32_t packets, uint32_t frame_bytes, uint32_t first_flow);
 
 // ---- formatting ----------------------------------------------------------------
 

@@ -4,7 +4,13 @@
 // that both give the same answers on every packet, then prints a table of
 // packets per second.  Needs no GPU; run on the GPU host for the report.
 //
-//   gpupacket-cpu-peers [--quick] [--threads N] DATA_DIR
+//   gpupacket-cpu-peers [--quick] [--threads N] [--csv FILE] DATA_DIR
+//
+// --csv FILE also runs gpupacket-bench's full workload (the derived 10k ACL
+// set and the ET Open scan patterns, bench/workloads.h) on the bench's own
+// traffic for each profile and writes one row per figure:
+// profile,workload,item,threads,packets,mpps,differences.  Both libraries run
+// on every packet, so their combined rate is 1 / (1/acl_pps + 1/hs_pps).
 #include <arpa/inet.h>
 #include <hs/hs.h>
 #include <rte_acl.h>
@@ -24,6 +30,7 @@
 #include "dpi_patterns.h"
 #include "packet_core.h"
 #include "traffic_gen.h"
+#include "workloads.h"
 
 namespace {
 
@@ -59,20 +66,174 @@ double parallel(unsigned threads, size_t n, const std::function<void(size_t, siz
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+Tuple tuple_of(const GppResult &r) {
+  const bool ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
+  return Tuple{r.l4_proto, {}, htonl(load32(r.src)), htonl(load32(r.dst)),
+               htons(ports ? r.sport : 0), htons(ports ? r.dport : 0)};
+}
+
+// An rte_acl context with the IPv4 rules of `acl`; first match = highest priority.
+rte_acl_ctx *build_rte_acl(const gpp::AclRuleSet &acl, const char *name) {
+  rte_acl_param param{};
+  param.name = name;
+  param.socket_id = SOCKET_ID_ANY;
+  param.rule_size = RTE_ACL_RULE_SZ(FIELDS);
+  param.max_rule_num = static_cast<uint32_t>(acl.rules.size());
+  rte_acl_ctx *ctx = rte_acl_create(&param);
+  std::vector<AclRule4> rules;
+  for (size_t i = 0; i < acl.rules.size(); ++i) {
+    const gpp::ParsedAclRule &p = acl.rules[i];
+    if (p.ip_version != 4) continue;
+    AclRule4 r{};
+    r.data.category_mask = 1;
+    r.data.priority = RTE_ACL_MAX_PRIORITY - static_cast<int32_t>(i);
+    r.data.userdata = static_cast<uint32_t>(i + 1);
+    r.field[PROTO].value.u8 = p.proto;
+    r.field[PROTO].mask_range.u8 = p.proto_mask;
+    r.field[SRC].value.u32 = load32(p.src);
+    r.field[SRC].mask_range.u32 = p.src_len;
+    r.field[DST].value.u32 = load32(p.dst);
+    r.field[DST].mask_range.u32 = p.dst_len;
+    r.field[SPORT].value.u16 = p.sport_lo;
+    r.field[SPORT].mask_range.u16 = p.sport_hi;
+    r.field[DPORT].value.u16 = p.dport_lo;
+    r.field[DPORT].mask_range.u16 = p.dport_hi;
+    rules.push_back(r);
+  }
+  rte_acl_config build{};
+  build.num_categories = 1;
+  build.num_fields = FIELDS;
+  std::memcpy(build.defs, field_defs, sizeof field_defs);
+  if (!ctx || rte_acl_add_rules(ctx, reinterpret_cast<rte_acl_rule *>(rules.data()),
+                                static_cast<uint32_t>(rules.size())) != 0 ||
+      rte_acl_build(ctx, &build) != 0) {
+    if (ctx) rte_acl_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+// rte_acl over `tuples` on `threads` threads, 64 at a time; answers into `out`.
+double time_rte_acl(rte_acl_ctx *ctx, const std::vector<Tuple> &tuples, unsigned threads,
+                    std::vector<uint32_t> *out) {
+  std::vector<const uint8_t *> inputs(tuples.size());
+  for (size_t i = 0; i < tuples.size(); ++i) inputs[i] = reinterpret_cast<const uint8_t *>(&tuples[i]);
+  out->assign(tuples.size(), 0);
+  return parallel(threads, tuples.size(), [&](size_t a, size_t b) {
+    for (size_t i = a; i < b; i += 64)
+      rte_acl_classify(ctx, inputs.data() + i, out->data() + i,
+                       static_cast<uint32_t>(std::min<size_t>(64, b - i)), 1);
+  });
+}
+
+// Hyperscan over the L4 payloads on `threads` threads; occurrence counts into `hits`.
+double time_hyperscan(const hs_database_t *db, const std::vector<std::vector<uint8_t>> &frames,
+                      const std::vector<GppResult> &parsed, unsigned threads,
+                      std::vector<uint32_t> *hits) {
+  hits->assign(frames.size(), 0);
+  return parallel(threads, frames.size(), [&](size_t a, size_t b) {
+    hs_scratch_t *scratch = nullptr;
+    hs_alloc_scratch(db, &scratch);
+    for (size_t i = a; i < b; ++i) {
+      const GppResult &r = parsed[i];
+      uint32_t count = 0;
+      hs_scan(db, reinterpret_cast<const char *>(frames[i].data()) + r.payload_offset,
+              r.payload_length, 0, scratch,
+              [](unsigned, unsigned long long, unsigned long long, unsigned, void *c) {
+                ++*static_cast<uint32_t *>(c);
+                return 0;
+              },
+              &count);
+      (*hits)[i] = count;
+    }
+    hs_free_scratch(scratch);
+  });
+}
+
+// The ACL rule numbers rte_acl reports (1-based, 0 = none) from ours.
+uint32_t as_userdata(uint32_t ours) { return ours == gpp::kAclNoRule ? 0 : ours + 1; }
+
+// gpupacket-bench's full workload on its traffic, per profile, into `csv`.
+bool full_workload_csv(const std::string &data, const hs_database_t *db, unsigned threads,
+                       bool quick, const std::string &path) {
+  gppbench::RuleSets sets;
+  std::string error;
+  if (!gppbench::load_rule_sets(data, &sets, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return false;
+  }
+  rte_acl_ctx *ctx = build_rte_acl(*sets.acl10k, "gpupacket-peers-10k");
+  if (!ctx) {
+    std::fprintf(stderr, "rte_acl setup (10k rules) failed\n");
+    return false;
+  }
+  FILE *csv = std::fopen(path.c_str(), "w");
+  if (!csv) {
+    std::fprintf(stderr, "%s: cannot write\n", path.c_str());
+    rte_acl_free(ctx);
+    return false;
+  }
+  std::fprintf(csv, "profile,workload,item,threads,packets,mpps,differences\n");
+  gpp::CoreConfig cfg{};
+  std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
+  bool agree = true;
+  std::printf("\nFull workload (derived 10k ACL + ET Open scan), gpupacket-bench traffic, %u threads\n",
+              threads);
+  std::printf("%-8s %10s %14s %14s %16s %s\n", "profile", "packets", "rte_acl Mpps",
+              "Hyperscan Mpps", "combined Mpps", "differences (acl / dpi)");
+  uint32_t seed = 1;
+  for (const gppbench::Profile &p : gppbench::profiles()) {
+    const size_t packets = quick ? 4000 : p.traffic == gpp::TrafficProfile::Small ? 400000 : 100000;
+    const auto frames = gppbench::make_traffic(sets, p.traffic, packets, seed++);
+    std::vector<GppResult> parsed(packets);
+    std::vector<Tuple> tuples(packets);
+    for (size_t i = 0; i < packets; ++i) {
+      gpp::process_packet(frames[i].data(), static_cast<uint32_t>(frames[i].size()),
+                          static_cast<uint32_t>(frames[i].size()), GPP_LINKTYPE_ETHERNET, i + 1, 0,
+                          cfg, parsed[i]);
+      tuples[i] = tuple_of(parsed[i]);
+    }
+    std::vector<uint32_t> acl_answers, hs_hits;
+    const double t_acl = time_rte_acl(ctx, tuples, threads, &acl_answers);
+    const double t_hs = time_hyperscan(db, frames, parsed, threads, &hs_hits);
+    size_t acl_diff = 0, dpi_diff = 0;
+    for (size_t i = 0; i < packets; ++i) {
+      acl_diff += as_userdata(gpp::acl_classify(sets.acl10k->blob.data(), parsed[i])) != acl_answers[i];
+      GppResult r = parsed[i];
+      gpp::dpi_scan(sets.dpi->blob.data(), frames[i].data() + r.payload_offset, r.payload_length, r);
+      dpi_diff += r.dpi_hits != hs_hits[i];
+    }
+    agree = agree && acl_diff == 0 && dpi_diff == 0;
+    const double acl_mpps = packets / t_acl / 1e6, hs_mpps = packets / t_hs / 1e6;
+    const double combined = 1 / (1 / acl_mpps + 1 / hs_mpps);
+    std::fprintf(csv, "%s,full,rte_acl,%u,%zu,%.6g,%zu\n", p.name, threads, packets, acl_mpps, acl_diff);
+    std::fprintf(csv, "%s,full,hyperscan,%u,%zu,%.6g,%zu\n", p.name, threads, packets, hs_mpps, dpi_diff);
+    std::fprintf(csv, "%s,full,rte_acl+hyperscan,%u,%zu,%.6g,%zu\n", p.name, threads, packets,
+                 combined, acl_diff + dpi_diff);
+    std::printf("%-8s %10zu %14.2f %14.2f %16.2f %zu / %zu\n", p.name, packets, acl_mpps, hs_mpps,
+                combined, acl_diff, dpi_diff);
+  }
+  const bool written = std::fclose(csv) == 0;
+  rte_acl_free(ctx);
+  if (!written) std::fprintf(stderr, "%s: write failed\n", path.c_str());
+  return written && agree;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   bool quick = false;
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::string data;
+  std::string data, csv_path;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
+    else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (a == "--threads" && i + 1 < argc) threads = std::max(1, std::atoi(argv[++i]));
     else data = a;
   }
   if (data.empty()) {
-    std::fprintf(stderr, "usage: %s [--quick] [--threads N] DATA_DIR\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--csv FILE] DATA_DIR\n", argv[0]);
     return 2;
   }
   // EAL without hugepages, PCI or shared files: rte_acl only needs its memory.
@@ -109,66 +270,25 @@ int main(int argc, char **argv) {
       const auto &f = gen.next();
       gpp::process_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()),
                           GPP_LINKTYPE_ETHERNET, i + 1, 0, cfg, parsed[i]);
-      const GppResult &r = parsed[i];
-      const bool ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
-      tuples[i] = Tuple{r.l4_proto, {}, htonl(load32(r.src)), htonl(load32(r.dst)),
-                        htons(ports ? r.sport : 0), htons(ports ? r.dport : 0)};
+      tuples[i] = tuple_of(parsed[i]);
     }
   }
 
-  // rte_acl with the same rules; first match = highest priority.
-  rte_acl_param param{};
-  param.name = "gpupacket-peers";
-  param.socket_id = SOCKET_ID_ANY;
-  param.rule_size = RTE_ACL_RULE_SZ(FIELDS);
-  param.max_rule_num = static_cast<uint32_t>(acl->rules.size());
-  rte_acl_ctx *ctx = rte_acl_create(&param);
-  std::vector<AclRule4> rules;
-  for (size_t i = 0; i < acl->rules.size(); ++i) {
-    const gpp::ParsedAclRule &p = acl->rules[i];
-    if (p.ip_version != 4) continue;
-    AclRule4 r{};
-    r.data.category_mask = 1;
-    r.data.priority = RTE_ACL_MAX_PRIORITY - static_cast<int32_t>(i);
-    r.data.userdata = static_cast<uint32_t>(i + 1);
-    r.field[PROTO].value.u8 = p.proto;
-    r.field[PROTO].mask_range.u8 = p.proto_mask;
-    r.field[SRC].value.u32 = load32(p.src);
-    r.field[SRC].mask_range.u32 = p.src_len;
-    r.field[DST].value.u32 = load32(p.dst);
-    r.field[DST].mask_range.u32 = p.dst_len;
-    r.field[SPORT].value.u16 = p.sport_lo;
-    r.field[SPORT].mask_range.u16 = p.sport_hi;
-    r.field[DPORT].value.u16 = p.dport_lo;
-    r.field[DPORT].mask_range.u16 = p.dport_hi;
-    rules.push_back(r);
-  }
-  rte_acl_config build{};
-  build.num_categories = 1;
-  build.num_fields = FIELDS;
-  std::memcpy(build.defs, field_defs, sizeof field_defs);
-  if (!ctx || rte_acl_add_rules(ctx, reinterpret_cast<rte_acl_rule *>(rules.data()),
-                                static_cast<uint32_t>(rules.size())) != 0 ||
-      rte_acl_build(ctx, &build) != 0) {
+  rte_acl_ctx *ctx = build_rte_acl(*acl, "gpupacket-peers");
+  if (!ctx) {
     std::fprintf(stderr, "rte_acl setup failed\n");
     return 1;
   }
 
   // Answers first: both classifiers agree on every header.
-  std::vector<uint32_t> theirs(packets), ours(packets);
-  std::vector<const uint8_t *> inputs(packets);
-  for (size_t i = 0; i < packets; ++i) inputs[i] = reinterpret_cast<const uint8_t *>(&tuples[i]);
-  const double t_rte = parallel(threads, packets, [&](size_t a, size_t b) {
-    for (size_t i = a; i < b; i += 64)
-      rte_acl_classify(ctx, inputs.data() + i, theirs.data() + i,
-                       static_cast<uint32_t>(std::min<size_t>(64, b - i)), 1);
-  });
+  std::vector<uint32_t> theirs, ours(packets);
+  const double t_rte = time_rte_acl(ctx, tuples, threads, &theirs);
   const double t_ours = parallel(threads, packets, [&](size_t a, size_t b) {
     for (size_t i = a; i < b; ++i) ours[i] = gpp::acl_classify(acl->blob.data(), parsed[i]);
   });
   size_t acl_diff = 0, matched = 0;
   for (size_t i = 0; i < packets; ++i) {
-    const uint32_t mine = ours[i] == gpp::kAclNoRule ? 0 : ours[i] + 1;
+    const uint32_t mine = as_userdata(ours[i]);
     acl_diff += mine != theirs[i];
     matched += mine != 0;
   }
@@ -206,24 +326,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "hyperscan: %s\n", compile_error->message);
     return 1;
   }
-  std::vector<uint32_t> hs_hits(frames.size()), our_hits(frames.size());
-  const double t_hs = parallel(threads, frames.size(), [&](size_t a, size_t b) {
-    hs_scratch_t *scratch = nullptr;
-    hs_alloc_scratch(db, &scratch);
-    for (size_t i = a; i < b; ++i) {
-      const GppResult &r = payload_parsed[i];
-      uint32_t count = 0;
-      hs_scan(db, reinterpret_cast<const char *>(frames[i].data()) + r.payload_offset,
-              r.payload_length, 0, scratch,
-              [](unsigned, unsigned long long, unsigned long long, unsigned, void *c) {
-                ++*static_cast<uint32_t *>(c);
-                return 0;
-              },
-              &count);
-      hs_hits[i] = count;
-    }
-    hs_free_scratch(scratch);
-  });
+  std::vector<uint32_t> hs_hits, our_hits(frames.size());
+  const double t_hs = time_hyperscan(db, frames, payload_parsed, threads, &hs_hits);
   const double t_dpi = parallel(threads, frames.size(), [&](size_t a, size_t b) {
     for (size_t i = a; i < b; ++i) {
       GppResult r = payload_parsed[i];
@@ -248,8 +352,9 @@ int main(int argc, char **argv) {
               frames.size() / t_hs / 1e6, "-");
   std::printf("%-34s %10zu %12.2f %zu differences, %zu with hits\n", "gpupacket DPI (Aho-Corasick)",
               frames.size(), frames.size() / t_dpi / 1e6, dpi_diff, with_hits);
+  const bool full_ok = csv_path.empty() || full_workload_csv(data, db, threads, quick, csv_path);
   hs_free_database(db);
   rte_acl_free(ctx);
   rte_eal_cleanup();
-  return acl_diff == 0 && dpi_diff == 0 ? 0 : 1;
+  return acl_diff == 0 && dpi_diff == 0 && full_ok ? 0 : 1;
 }
