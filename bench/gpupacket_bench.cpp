@@ -493,8 +493,6 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
 }
 // ---- section B: the grid, engine-only ----------------------------------------------------
 
-std::string engine_column(const std::string &name) { return name; }
-
 void section_b(Run &run, Grid &grid) {
   auto phase = [&run](const std::string &name, double s) { run.phase(name, s); };
   std::vector<std::string> errors;
@@ -541,12 +539,11 @@ void section_b(Run &run, Grid &grid) {
       t.title = std::string("B. Engine-only, ") + p.name + ", " + w.name +
                 ": Mpps | latency p50/p99 us";
       t.header = {"packets"};
-      for (const auto &e : engines) t.header.push_back(engine_column(e));
+      for (const auto &e : engines) t.header.push_back(e);
       t.header.push_back(par + " Mpps");
       t.header.push_back("kernel us");
       for (uint32_t n : go.sizes) {
         std::vector<std::string> row = {std::to_string(n)};
-        const Ring *ring = grid.ring(p.name, w.name, n);
         const uint32_t frame = p.traffic == gpp::TrafficProfile::Small   ? 64
                                : p.traffic == gpp::TrafficProfile::Large ? 1500
                                                                          : 0;
@@ -588,7 +585,6 @@ void section_b(Run &run, Grid &grid) {
         row.push_back(fmt(kus, kus < 10 ? 2 : 1));
         if (!std::isnan(kus))
           run.csv("B", "grid", "kernel", p.name, w.name, n, frame, "gpu_kernel_us", kus, "us");
-        (void)ring;
         t.rows.push_back(row);
       }
       run.report.add_table(t);
