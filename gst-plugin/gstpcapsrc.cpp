@@ -2,26 +2,47 @@
  * SECTION:element-pcapsrc
  * @title: pcapsrc
  *
- * Reads a pcap or pcapng capture with libpcap and pushes its packets as
- * `application/x-packet-batch` buffers (see gpupacket/packet-batch.h): up to
- * #GstPcapSrc:batch-size packets per buffer, in one contiguous block.
+ * Reads packets with libpcap — from a pcap or pcapng capture
+ * (#GstPcapSrc:location) or live from a network interface
+ * (#GstPcapSrc:device) — and pushes them as `application/x-packet-batch`
+ * buffers (see gpupacket/packet-batch.h): up to #GstPcapSrc:batch-size
+ * packets per buffer, in one contiguous block.
  *
- * Packets are numbered by their place in the file, like tshark's
+ * From a file, packets are numbered by their place in the file, like tshark's
  * frame.number, also when #GstPcapSrc:filter skips some of them.  Capture
  * timestamps (ns) travel in the batch descriptors; the buffers themselves
  * carry no PTS, so a synchronising sink does not replay the capture's pace.
  *
- * ## Example launch line
+ * From an interface, pcapsrc is a live source: it captures only in PLAYING,
+ * numbers packets in capture order, and closes a batch when it holds
+ * batch-size packets or when #GstPcapSrc:batch-timeout has passed since the
+ * first packet of the batch was captured, whichever comes first.  A batch
+ * buffer's PTS is the running time at which its first packet was captured;
+ * the LATENCY query answers batch-timeout.  Kernel and interface drops
+ * (pcap_stats) appear in #GstPcapSrc:stats and in `pcapsrc-stats` element
+ * messages every #GstPcapSrc:stats-interval ms.  Capturing needs root or the
+ * CAP_NET_RAW and CAP_NET_ADMIN capabilities.
+ *
+ * ## Example launch lines
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap filter="tcp port 443" ! gpupacketproc ! \
  *     packetresultenc format=csv ! filesink location=trace.csv
+ * gst-launch-1.0 pcapsrc device=eth0 batch-size=256 batch-timeout=500 ! \
+ *     gpupacketproc acl-rules=fw.rules ! pcapsink verdict=drop location=dropped.pcap
  * ]|
  */
 #include "gstpcapsrc.h"
 
+#include <poll.h>
 #include <pcap/pcap.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "batch_builder.h"
@@ -31,19 +52,39 @@ GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define GST_CAT_DEFAULT gst_pcap_src_debug
 
 #define DEFAULT_LOCATION NULL
+#define DEFAULT_DEVICE NULL
 #define DEFAULT_FILTER NULL
 #define DEFAULT_BATCH_SIZE 256
 #define MAX_BATCH_SIZE (1u << 20)
+#define DEFAULT_BATCH_TIMEOUT 1000      /* µs */
+#define MAX_BATCH_TIMEOUT 10000000      /* µs */
+#define DEFAULT_SNAPLEN 262144          /* tcpdump's default: whole packets */
+#define DEFAULT_PROMISCUOUS TRUE
+#define DEFAULT_BUFFER_SIZE 16384       /* KiB */
+#define MAX_BUFFER_SIZE (G_MAXINT / 1024)
+#define DEFAULT_IMMEDIATE_MODE TRUE
+#define DEFAULT_STATS_INTERVAL 1000     /* ms */
 /* A batch ends early once its packet bytes pass this, keeping every 32-bit
  * descriptor offset valid and one buffer a sensible size for one copy. */
 #define MAX_BATCH_BYTES (256u << 20)
+/* Packets taken from libpcap per call while a live batch fills, so the byte
+ * limit above is overshot by at most this many packets. */
+#define LIVE_DISPATCH_CHUNK 64
 
 enum
 {
   PROP_0,
   PROP_LOCATION,
+  PROP_DEVICE,
   PROP_FILTER,
   PROP_BATCH_SIZE,
+  PROP_BATCH_TIMEOUT,
+  PROP_SNAPLEN,
+  PROP_PROMISCUOUS,
+  PROP_BUFFER_SIZE,
+  PROP_IMMEDIATE_MODE,
+  PROP_STATS_INTERVAL,
+  PROP_STATS,
 };
 
 struct GstPcapSrcState
@@ -51,11 +92,16 @@ struct GstPcapSrcState
   pcap_t *pcap = nullptr;
   bpf_program filter_program {};
   bool have_filter = false;
+  bool live = false;
+  bool nano = true;             /* libpcap delivers ns (else µs) timestamps */
   guint linktype = 0;
-  guint64 packets_read = 0;     /* packets read from the file so far: frame number */
+  guint64 packets_read = 0;     /* packets read so far: frame number */
   bool at_end = false;
   std::string read_error;       /* libpcap error after a partial batch, posted next */
   gpp::BatchBuilder builder;
+  guint64 builder_bytes = 0;    /* captured bytes of the packets in builder */
+  guint64 first_ts = 0, last_ts = 0;  /* capture times (ns) in the live batch */
+  std::chrono::steady_clock::time_point next_message;
 
   ~GstPcapSrcState ()
   {
@@ -66,18 +112,46 @@ struct GstPcapSrcState
   }
 };
 
+/* Counters for the stats property and messages.  The live pcap handle is
+ * here too, so that pcap_stats never runs on a handle being closed. */
+struct GstPcapSrcStats
+{
+  std::mutex lock;
+  pcap_t *live_pcap = nullptr;
+  guint64 packets = 0, batches = 0, bytes = 0;
+  guint64 discarded = 0;        /* captured, in a batch cut off by a stop */
+  struct pcap_stat kernel {};   /* the last pcap_stats answer */
+
+  void reset ()
+  {
+    std::lock_guard<std::mutex> guard (lock);
+    packets = batches = bytes = discarded = 0;
+    kernel = {};
+  }
+};
+
 struct _GstPcapSrc
 {
   GstPushSrc parent;
 
   /* settings, under the object lock */
   gchar *location;
+  gchar *device;
   gchar *filter;
   guint batch_size;
-  gint linktype;                /* of the open file, -1 when none is open */
+  guint batch_timeout_us;
+  guint snaplen;
+  gboolean promiscuous;
+  guint buffer_size_kib;
+  gboolean immediate_mode;
+  guint stats_interval_ms;
+  gint linktype;                /* of the open capture, -1 when none is open */
+
+  int wakeup_fd;                /* eventfd: unlock () ends a wait for packets */
 
   /* streaming state, owned by the streaming thread between start and stop */
   GstPcapSrcState *state;
+  GstPcapSrcStats *stats;
 };
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
@@ -98,23 +172,36 @@ linktype_from_dlt (int dlt)
   return (guint) dlt;
 }
 
-static gboolean
-gst_pcap_src_start (GstBaseSrc * base)
+static guint64
+realtime_ns ()
 {
-  GstPcapSrc *self = GST_PCAP_SRC (base);
-  char errbuf[PCAP_ERRBUF_SIZE] = "";
-  auto state = std::make_unique < GstPcapSrcState > ();
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::system_clock::now ().time_since_epoch ()).count ();
+}
 
-  GST_OBJECT_LOCK (self);
-  std::string location = self->location ? self->location : "";
-  std::string filter = self->filter ? self->filter : "";
-  GST_OBJECT_UNLOCK (self);
-
-  if (location.empty ()) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-        ("No capture file given: set the \"location\" property."), (NULL));
+static gboolean
+gst_pcap_src_compile_filter (GstPcapSrc * self, GstPcapSrcState * state,
+    const std::string & filter, const std::string & source)
+{
+  if (filter.empty ())
+    return TRUE;
+  if (pcap_compile (state->pcap, &state->filter_program, filter.c_str (), 1,
+          PCAP_NETMASK_UNKNOWN) != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Invalid packet filter \"%s\": %s. Check its syntax in man pcap-filter.",
+            filter.c_str (), pcap_geterr (state->pcap)),
+        ("pcap_compile failed for \"%s\"", source.c_str ()));
     return FALSE;
   }
+  state->have_filter = true;
+  return TRUE;
+}
+
+static gboolean
+gst_pcap_src_open_file (GstPcapSrc * self, GstPcapSrcState * state,
+    const std::string & location, const std::string & filter)
+{
+  char errbuf[PCAP_ERRBUF_SIZE] = "";
   state->pcap = pcap_open_offline_with_tstamp_precision (location.c_str (),
       PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (!state->pcap) {
@@ -123,37 +210,214 @@ gst_pcap_src_start (GstBaseSrc * base)
         ("pcap_open_offline failed"));
     return FALSE;
   }
-  if (!filter.empty ()) {
-    if (pcap_compile (state->pcap, &state->filter_program, filter.c_str (), 1,
-            PCAP_NETMASK_UNKNOWN) != 0) {
-      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-          ("Invalid packet filter \"%s\": %s", filter.c_str (),
-              pcap_geterr (state->pcap)), ("pcap_compile failed for \"%s\"",
-              location.c_str ()));
-      return FALSE;
-    }
-    state->have_filter = true;
+  return gst_pcap_src_compile_filter (self, state, filter, location);
+}
+
+/* Posts the error for a failed pcap_activate, with what to do about it. */
+static void
+gst_pcap_src_activate_error (GstPcapSrc * self, pcap_t * pcap, int rc, const char *device)
+{
+  const char *detail = pcap_geterr (pcap);
+  switch (rc) {
+    case PCAP_ERROR_NO_SUCH_DEVICE:
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+          ("No network interface \"%s\". List the interfaces with \"ip link\" and "
+              "set device to one of them.", device), ("%s", detail));
+      break;
+    case PCAP_ERROR_PERM_DENIED:
+    case PCAP_ERROR_PROMISC_PERM_DENIED:
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED,
+          ("No permission to capture on \"%s\" (capturing needs CAP_NET_RAW%s). Run as "
+              "root, or grant the capabilities to the program, e.g. \"sudo setcap "
+              "cap_net_raw,cap_net_admin+eip $(command -v gst-launch-1.0)\".", device,
+              rc == PCAP_ERROR_PROMISC_PERM_DENIED ? ", and CAP_NET_ADMIN for "
+              "promiscuous mode" : ""), ("%s", detail));
+      break;
+    case PCAP_ERROR_IFACE_NOT_UP:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Network interface \"%s\" is down. Bring it up with \"ip link set %s up\".",
+              device, device), ("%s", detail));
+      break;
+    default:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("Could not capture on network interface \"%s\": %s", device,
+              *detail ? detail : pcap_statustostr (rc)), ("pcap_activate: %s",
+              pcap_statustostr (rc)));
+      break;
   }
+}
+
+static gboolean gst_pcap_src_unlock_stop (GstBaseSrc * base);
+
+static gboolean
+gst_pcap_src_open_device (GstPcapSrc * self, GstPcapSrcState * state,
+    const std::string & device, const std::string & filter)
+{
+  char errbuf[PCAP_ERRBUF_SIZE] = "";
+
+  GST_OBJECT_LOCK (self);
+  const guint snaplen = self->snaplen;
+  const gboolean promiscuous = self->promiscuous;
+  const guint buffer_kib = self->buffer_size_kib;
+  const gboolean immediate = self->immediate_mode;
+  const guint timeout_us = self->batch_timeout_us;
+  GST_OBJECT_UNLOCK (self);
+
+  state->live = true;
+  state->pcap = pcap_create (device.c_str (), errbuf);
+  if (!state->pcap) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Could not capture on network interface \"%s\": %s", device.c_str (), errbuf),
+        ("pcap_create failed"));
+    return FALSE;
+  }
+  pcap_set_snaplen (state->pcap, (int) snaplen);
+  pcap_set_promisc (state->pcap, promiscuous);
+  if (buffer_kib)
+    pcap_set_buffer_size (state->pcap, (int) (buffer_kib * 1024));
+  pcap_set_immediate_mode (state->pcap, immediate);
+  /* Without immediate mode the kernel hands over blocks of packets when a
+   * block fills or this timeout passes; keep it within one batch timeout. */
+  pcap_set_timeout (state->pcap, (int) MAX (1u, timeout_us / 1000));
+  state->nano = pcap_set_tstamp_precision (state->pcap, PCAP_TSTAMP_PRECISION_NANO) == 0;
+
+  const int rc = pcap_activate (state->pcap);
+  if (rc < 0) {
+    gst_pcap_src_activate_error (self, state->pcap, rc, device.c_str ());
+    return FALSE;
+  }
+  if (rc > 0)
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+        ("Capturing on \"%s\" with a limitation: %s", device.c_str (),
+            pcap_statustostr (rc)), ("%s", pcap_geterr (state->pcap)));
+  if (!gst_pcap_src_compile_filter (self, state, filter, device))
+    return FALSE;
+  if (state->have_filter && pcap_setfilter (state->pcap, &state->filter_program) != 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Could not install packet filter \"%s\" on \"%s\": %s", filter.c_str (),
+            device.c_str (), pcap_geterr (state->pcap)), ("pcap_setfilter failed"));
+    return FALSE;
+  }
+  if (pcap_setnonblock (state->pcap, 1, errbuf) != 0 ||
+      pcap_get_selectable_fd (state->pcap) < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("Network interface \"%s\" cannot be waited on without blocking: %s",
+            device.c_str (), errbuf), ("pcap_setnonblock / pcap_get_selectable_fd"));
+    return FALSE;
+  }
+  if (self->wakeup_fd < 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not create an eventfd: %s",
+            g_strerror (errno)), (NULL));
+    return FALSE;
+  }
+  /* The stop before this start unlocked without an unlock_stop. */
+  gst_pcap_src_unlock_stop (GST_BASE_SRC (self));
+  state->next_message = std::chrono::steady_clock::now ();
+  GST_INFO_OBJECT (self, "capturing on %s, snaplen %u, %s timestamps", device.c_str (),
+      snaplen, state->nano ? "ns" : "µs");
+  return TRUE;
+}
+
+static gboolean
+gst_pcap_src_start (GstBaseSrc * base)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (base);
+  auto state = std::make_unique < GstPcapSrcState > ();
+
+  GST_OBJECT_LOCK (self);
+  std::string location = self->location ? self->location : "";
+  std::string device = self->device ? self->device : "";
+  std::string filter = self->filter ? self->filter : "";
+  GST_OBJECT_UNLOCK (self);
+
+  if (!location.empty () && !device.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Both \"location\" (%s) and \"device\" (%s) are set: set \"location\" to read "
+            "a capture file or \"device\" to capture live, not both.", location.c_str (),
+            device.c_str ()), (NULL));
+    return FALSE;
+  }
+  if (location.empty () && device.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
+        ("Nothing to read: set \"location\" to a capture file or \"device\" to a network "
+            "interface."), (NULL));
+    return FALSE;
+  }
+  self->stats->reset ();
+  if (!(device.empty ()? gst_pcap_src_open_file (self, state.get (), location, filter) :
+          gst_pcap_src_open_device (self, state.get (), device, filter)))
+    return FALSE;
+
   state->linktype = linktype_from_dlt (pcap_datalink (state->pcap));
-  GST_INFO_OBJECT (self, "opened %s, link type %u (%s)", location.c_str (),
-      state->linktype, pcap_datalink_val_to_name (pcap_datalink (state->pcap)));
+  GST_INFO_OBJECT (self, "opened %s, link type %u (%s)",
+      device.empty ()? location.c_str () : device.c_str (), state->linktype,
+      pcap_datalink_val_to_name (pcap_datalink (state->pcap)));
   GST_OBJECT_LOCK (self);
   self->linktype = (gint) state->linktype;
   GST_OBJECT_UNLOCK (self);
+  if (state->live) {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->live_pcap = state->pcap;
+  }
   self->state = state.release ();
   return TRUE;
+}
+
+/* Refreshes the kernel counters; call with the stats lock. */
+static void
+gst_pcap_src_read_kernel_stats_locked (GstPcapSrcStats * s)
+{
+  struct pcap_stat ps;
+  if (s->live_pcap && pcap_stats (s->live_pcap, &ps) == 0)
+    s->kernel = ps;
 }
 
 static gboolean
 gst_pcap_src_stop (GstBaseSrc * base)
 {
   GstPcapSrc *self = GST_PCAP_SRC (base);
+  GstPcapSrcState *st = self->state;
 
+  if (st) {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    gst_pcap_src_read_kernel_stats_locked (self->stats);
+    self->stats->live_pcap = nullptr;
+    self->stats->discarded += st->builder.packet_count ();
+    if (st->builder.packet_count ())
+      GST_INFO_OBJECT (self, "stopped with %u packets in an unfinished batch",
+          st->builder.packet_count ());
+  }
   GST_OBJECT_LOCK (self);
   self->linktype = -1;
   GST_OBJECT_UNLOCK (self);
-  delete self->state;
+  delete st;
   self->state = nullptr;
+  return TRUE;
+}
+
+/* Interrupts a wait for packets in create (); the live batch being built is
+ * kept for the next create (PAUSED→PLAYING) or counted as discarded by stop. */
+static gboolean
+gst_pcap_src_unlock (GstBaseSrc * base)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (base);
+  if (self->wakeup_fd >= 0) {
+    const uint64_t one = 1;
+    if (write (self->wakeup_fd, &one, sizeof one) < 0)
+      GST_WARNING_OBJECT (self, "eventfd write: %s", g_strerror (errno));
+  }
+  return TRUE;
+}
+
+static gboolean
+gst_pcap_src_unlock_stop (GstBaseSrc * base)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (base);
+  if (self->wakeup_fd >= 0) {
+    uint64_t count;
+    if (read (self->wakeup_fd, &count, sizeof count) < 0 && errno != EAGAIN)
+      GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
+  }
   return TRUE;
 }
 
@@ -180,6 +444,42 @@ gst_pcap_src_get_caps (GstBaseSrc * base, GstCaps * filter)
   return caps;
 }
 
+/* The batching latency of a live capture: the first packet of a batch waits
+ * at most batch-timeout.  The kernel ring holds packets while downstream is
+ * busy, so there is no maximum (as for udpsrc). */
+static gboolean
+gst_pcap_src_query (GstBaseSrc * base, GstQuery * query)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (base);
+
+  if (GST_QUERY_TYPE (query) == GST_QUERY_LATENCY && gst_base_src_is_live (base)) {
+    GST_OBJECT_LOCK (self);
+    const GstClockTime min = (GstClockTime) self->batch_timeout_us * GST_USECOND;
+    GST_OBJECT_UNLOCK (self);
+    GST_DEBUG_OBJECT (self, "latency: min %" GST_TIME_FORMAT, GST_TIME_ARGS (min));
+    gst_query_set_latency (query, TRUE, min, GST_CLOCK_TIME_NONE);
+    return TRUE;
+  }
+  return GST_BASE_SRC_CLASS (parent_class)->query (base, query);
+}
+
+static GstStructure *
+gst_pcap_src_make_stats (GstPcapSrc * self, bool refresh)
+{
+  GstPcapSrcStats *s = self->stats;
+  std::lock_guard<std::mutex> guard (s->lock);
+  if (refresh)
+    gst_pcap_src_read_kernel_stats_locked (s);
+  return gst_structure_new ("pcapsrc-stats",
+      "packets", G_TYPE_UINT64, s->packets,
+      "batches", G_TYPE_UINT64, s->batches,
+      "bytes", G_TYPE_UINT64, s->bytes,
+      "discarded", G_TYPE_UINT64, s->discarded,
+      "received", G_TYPE_UINT64, (guint64) s->kernel.ps_recv,
+      "dropped", G_TYPE_UINT64, (guint64) s->kernel.ps_drop,
+      "if-dropped", G_TYPE_UINT64, (guint64) s->kernel.ps_ifdrop, NULL);
+}
+
 static void
 gst_pcap_src_post_read_error (GstPcapSrc * self, const std::string & error)
 {
@@ -195,12 +495,11 @@ gst_pcap_src_post_read_error (GstPcapSrc * self, const std::string & error)
   g_free (location);
 }
 
+/* Fills the builder from the file: batch-size packets, or up to the end. */
 static GstFlowReturn
-gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
+gst_pcap_src_fill_from_file (GstPcapSrc * self, guint batch_size)
 {
-  GstPcapSrc *self = GST_PCAP_SRC (src);
   GstPcapSrcState *st = self->state;
-  GstBaseSrc *base = GST_BASE_SRC (src);
 
   if (!st->read_error.empty ()) {
     gst_pcap_src_post_read_error (self, st->read_error);
@@ -209,12 +508,6 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
   if (st->at_end)
     return GST_FLOW_EOS;
 
-  GST_OBJECT_LOCK (self);
-  const guint batch_size = self->batch_size;
-  GST_OBJECT_UNLOCK (self);
-
-  st->builder.reset (st->linktype);
-  const guint64 first_read = st->packets_read;
   while (st->builder.packet_count () < batch_size
       && st->builder.size () < MAX_BATCH_BYTES) {
     struct pcap_pkthdr *hdr;
@@ -233,6 +526,7 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
       continue;
     const guint64 ts_ns = (guint64) hdr->ts.tv_sec * GST_SECOND + (guint64) hdr->ts.tv_usec;
     st->builder.add (data, hdr->caplen, hdr->len, ts_ns, st->packets_read);
+    st->builder_bytes += hdr->caplen;
   }
 
   if (st->builder.packet_count () == 0) {
@@ -242,6 +536,139 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
     }
     return GST_FLOW_EOS;
   }
+  return GST_FLOW_OK;
+}
+
+static void
+gst_pcap_src_add_live_packet (u_char * user, const struct pcap_pkthdr *hdr,
+    const u_char * data)
+{
+  auto *st = reinterpret_cast<GstPcapSrcState *> (user);
+  const guint64 ts_ns = (guint64) hdr->ts.tv_sec * GST_SECOND +
+      (guint64) hdr->ts.tv_usec * (st->nano ? 1 : 1000);
+  if (st->builder.packet_count () == 0)
+    st->first_ts = ts_ns;
+  st->last_ts = ts_ns;
+  st->packets_read++;
+  st->builder.add (data, hdr->caplen, hdr->len, ts_ns, st->packets_read);
+  st->builder_bytes += hdr->caplen;
+}
+
+/* Posts the periodic stats message when it is due; returns how long until
+ * the next one (-1: never). */
+static gint64
+gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
+{
+  GstPcapSrcState *st = self->state;
+  GST_OBJECT_LOCK (self);
+  const guint interval_ms = self->stats_interval_ms;
+  GST_OBJECT_UNLOCK (self);
+  if (!interval_ms)
+    return -1;
+  const auto now = std::chrono::steady_clock::now ();
+  if (now >= st->next_message) {
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_element (GST_OBJECT (self),
+            gst_pcap_src_make_stats (self, true)));
+    st->next_message = now + std::chrono::milliseconds (interval_ms);
+  }
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (st->next_message - now).count ();
+}
+
+/* Fills the builder from the interface: batch-size packets, or what has
+ * arrived when batch-timeout has passed since the first packet's capture. */
+static GstFlowReturn
+gst_pcap_src_fill_from_device (GstPcapSrc * self, guint batch_size)
+{
+  GstPcapSrcState *st = self->state;
+
+  while (st->builder.packet_count () < batch_size && st->builder.size () < MAX_BATCH_BYTES) {
+    const guint64 message_in = (guint64) gst_pcap_src_maybe_post_stats (self);
+    const int want = (int) MIN (batch_size - st->builder.packet_count (), LIVE_DISPATCH_CHUNK);
+    const int n = pcap_dispatch (st->pcap, want, gst_pcap_src_add_live_packet,
+        reinterpret_cast<u_char *> (st));
+    if (n < 0) {
+      gchar *device;
+      GST_OBJECT_LOCK (self);
+      device = g_strdup (self->device);
+      GST_OBJECT_UNLOCK (self);
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Capture on \"%s\" failed: %s", device,
+              pcap_geterr (st->pcap)), ("pcap_dispatch returned %d", n));
+      g_free (device);
+      return GST_FLOW_ERROR;
+    }
+    if (n > 0)
+      continue;
+
+    /* Nothing ready: wait for packets, the batch deadline, the next stats
+     * message or unlock (), whichever comes first. */
+    GST_OBJECT_LOCK (self);
+    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
+    GST_OBJECT_UNLOCK (self);
+    guint64 wait_ns = message_in;   /* (guint64) -1: no message due */
+    if (st->builder.packet_count ()) {
+      const guint64 now = realtime_ns ();
+      const guint64 deadline = st->first_ts + timeout_ns;
+      if (now >= deadline)
+        break;
+      wait_ns = MIN (wait_ns, MIN (deadline - now, timeout_ns));
+    }
+    struct timespec ts = { (time_t) (wait_ns / GST_SECOND), (long) (wait_ns % GST_SECOND) };
+    struct pollfd fds[2] = {
+      {pcap_get_selectable_fd (st->pcap), POLLIN, 0},
+      {self->wakeup_fd, POLLIN, 0},
+    };
+    const int rc = ppoll (fds, 2, wait_ns == (guint64) - 1 ? NULL : &ts, NULL);
+    if (rc < 0 && errno != EINTR) {
+      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Waiting for packets failed: %s",
+              g_strerror (errno)), ("ppoll"));
+      return GST_FLOW_ERROR;
+    }
+    if (fds[1].revents)
+      return GST_FLOW_FLUSHING;
+  }
+  return GST_FLOW_OK;
+}
+
+/* The running time at which the first packet of the batch was captured:
+ * now on the pipeline clock, less the packet's age on the wall clock. */
+static void
+gst_pcap_src_timestamp_live (GstPcapSrc * self, GstBuffer * buf)
+{
+  GstPcapSrcState *st = self->state;
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  if (!clock)
+    return;
+  const GstClockTime base_time = gst_element_get_base_time (GST_ELEMENT (self));
+  const GstClockTime now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  const guint64 wall = realtime_ns ();
+  const guint64 age = wall > st->first_ts ? wall - st->first_ts : 0;
+  const GstClockTime running = now > base_time ? now - base_time : 0;
+  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
+  GST_BUFFER_DURATION (buf) = st->last_ts - st->first_ts;
+}
+
+static GstFlowReturn
+gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (src);
+  GstPcapSrcState *st = self->state;
+  GstBaseSrc *base = GST_BASE_SRC (src);
+
+  GST_OBJECT_LOCK (self);
+  const guint batch_size = self->batch_size;
+  GST_OBJECT_UNLOCK (self);
+
+  /* A live batch cut short by unlock () is still in the builder: go on with it. */
+  if (!st->live || st->builder.packet_count () == 0) {
+    st->builder.reset (st->linktype);
+    st->builder_bytes = 0;
+  }
+  const guint64 first_read = st->packets_read - st->builder.packet_count ();
+  const GstFlowReturn fill = st->live ? gst_pcap_src_fill_from_device (self, batch_size) :
+      gst_pcap_src_fill_from_file (self, batch_size);
+  if (fill != GST_FLOW_OK)
+    return fill;
 
   GstMapInfo map;
   GstBuffer *buf = gpp_src_alloc_batch (base, st->builder.size (), &map);
@@ -251,8 +678,18 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
   GST_BUFFER_OFFSET_END (buf) = st->packets_read;
+  if (st->live)
+    gst_pcap_src_timestamp_live (self, buf);
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes",
       st->builder.packet_count (), st->builder.size ());
+  {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->packets += st->builder.packet_count ();
+    self->stats->batches++;
+    self->stats->bytes += st->builder_bytes;
+  }
+  st->builder.reset (st->linktype);
+  st->builder_bytes = 0;
   *out = buf;
   return GST_FLOW_OK;
 }
@@ -262,12 +699,17 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstPcapSrc *self = GST_PCAP_SRC (object);
+  gboolean latency_changed = FALSE;
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:
       g_free (self->location);
       self->location = g_value_dup_string (value);
+      break;
+    case PROP_DEVICE:
+      g_free (self->device);
+      self->device = g_value_dup_string (value);
       break;
     case PROP_FILTER:
       g_free (self->filter);
@@ -276,11 +718,40 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
     case PROP_BATCH_SIZE:
       self->batch_size = g_value_get_uint (value);
       break;
+    case PROP_BATCH_TIMEOUT:
+      latency_changed = self->batch_timeout_us != g_value_get_uint (value);
+      self->batch_timeout_us = g_value_get_uint (value);
+      break;
+    case PROP_SNAPLEN:
+      self->snaplen = g_value_get_uint (value);
+      break;
+    case PROP_PROMISCUOUS:
+      self->promiscuous = g_value_get_boolean (value);
+      break;
+    case PROP_BUFFER_SIZE:
+      self->buffer_size_kib = g_value_get_uint (value);
+      break;
+    case PROP_IMMEDIATE_MODE:
+      self->immediate_mode = g_value_get_boolean (value);
+      break;
+    case PROP_STATS_INTERVAL:
+      self->stats_interval_ms = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
   }
+  const gboolean live = self->device != NULL && *self->device;
   GST_OBJECT_UNLOCK (self);
+
+  if (prop_id == PROP_DEVICE) {
+    /* Decided before READY→PAUSED, where a live source skips preroll. */
+    gst_base_src_set_live (GST_BASE_SRC (self), live);
+    gst_base_src_set_format (GST_BASE_SRC (self), live ? GST_FORMAT_TIME : GST_FORMAT_BYTES);
+  }
+  if (latency_changed && live)
+    gst_element_post_message (GST_ELEMENT (self),
+        gst_message_new_latency (GST_OBJECT (self)));
 }
 
 static void
@@ -289,16 +760,41 @@ gst_pcap_src_get_property (GObject * object, guint prop_id, GValue * value,
 {
   GstPcapSrc *self = GST_PCAP_SRC (object);
 
+  if (prop_id == PROP_STATS) {
+    g_value_take_boxed (value, gst_pcap_src_make_stats (self, true));
+    return;
+  }
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:
       g_value_set_string (value, self->location);
+      break;
+    case PROP_DEVICE:
+      g_value_set_string (value, self->device);
       break;
     case PROP_FILTER:
       g_value_set_string (value, self->filter);
       break;
     case PROP_BATCH_SIZE:
       g_value_set_uint (value, self->batch_size);
+      break;
+    case PROP_BATCH_TIMEOUT:
+      g_value_set_uint (value, self->batch_timeout_us);
+      break;
+    case PROP_SNAPLEN:
+      g_value_set_uint (value, self->snaplen);
+      break;
+    case PROP_PROMISCUOUS:
+      g_value_set_boolean (value, self->promiscuous);
+      break;
+    case PROP_BUFFER_SIZE:
+      g_value_set_uint (value, self->buffer_size_kib);
+      break;
+    case PROP_IMMEDIATE_MODE:
+      g_value_set_boolean (value, self->immediate_mode);
+      break;
+    case PROP_STATS_INTERVAL:
+      g_value_set_uint (value, self->stats_interval_ms);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -313,7 +809,11 @@ gst_pcap_src_finalize (GObject * object)
   GstPcapSrc *self = GST_PCAP_SRC (object);
 
   delete self->state;
+  delete self->stats;
+  if (self->wakeup_fd >= 0)
+    close (self->wakeup_fd);
   g_free (self->location);
+  g_free (self->device);
   g_free (self->filter);
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
@@ -325,6 +825,10 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS (klass);
   GstPushSrcClass *pushsrc_class = GST_PUSH_SRC_CLASS (klass);
+  const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY);
+  const auto rw_playing = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_PLAYING);
 
   gobject_class->set_property = gst_pcap_src_set_property;
   gobject_class->get_property = gst_pcap_src_get_property;
@@ -333,44 +837,100 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
           "Capture file to read: pcap (any timestamp precision, either byte "
-          "order) or pcapng", DEFAULT_LOCATION,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_READY)));
+          "order) or pcapng. Exclusive with device", DEFAULT_LOCATION, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DEVICE,
+      g_param_spec_string ("device", "Device",
+          "Network interface to capture from live (e.g. eth0; needs root or "
+          "CAP_NET_RAW + CAP_NET_ADMIN). Makes pcapsrc a live source. Exclusive with "
+          "location", DEFAULT_DEVICE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_FILTER,
       g_param_spec_string ("filter", "Filter",
           "BPF filter in tcpdump syntax (man pcap-filter), e.g. \"tcp port 80\"; "
-          "packets it rejects are skipped but still counted in packet numbers",
-          DEFAULT_FILTER, (GParamFlags) (G_PARAM_READWRITE |
-              G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY)));
+          "from a file, packets it rejects are skipped but still counted in packet "
+          "numbers; live, it runs in the kernel", DEFAULT_FILTER, rw_ready));
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
           "Packets per batch buffer: larger batches amortise per-batch cost "
           "(GPU launches, copies), smaller ones cut latency; a batch also ends "
           "early at 256 MiB of packet data", 1, MAX_BATCH_SIZE, DEFAULT_BATCH_SIZE,
-          (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-              GST_PARAM_MUTABLE_PLAYING)));
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_BATCH_TIMEOUT,
+      g_param_spec_uint ("batch-timeout", "Batch timeout",
+          "Live capture: microseconds from the capture of a batch's first packet "
+          "until the batch is pushed with what has arrived, if batch-size packets "
+          "have not arrived before; the source's latency. 0 = push whatever is "
+          "ready at once. Changing it while playing posts a LATENCY message",
+          0, MAX_BATCH_TIMEOUT, DEFAULT_BATCH_TIMEOUT, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_SNAPLEN,
+      g_param_spec_uint ("snaplen", "Snapshot length",
+          "Live capture: bytes kept of each packet (the rest is counted in its "
+          "wire length only)", 1, G_MAXINT, DEFAULT_SNAPLEN, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_PROMISCUOUS,
+      g_param_spec_boolean ("promiscuous", "Promiscuous mode",
+          "Live capture: put the interface into promiscuous mode to see traffic not "
+          "addressed to this host (needs CAP_NET_ADMIN)", DEFAULT_PROMISCUOUS, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_BUFFER_SIZE,
+      g_param_spec_uint ("buffer-size", "Kernel buffer size",
+          "Live capture: KiB of kernel ring buffer holding packets until pcapsrc "
+          "takes them; a full ring drops packets (stats: dropped). In immediate mode "
+          "every packet takes a slot sized for the interface MTU, so large-MTU "
+          "interfaces need more. 0 = libpcap's default (2 MiB)", 0, MAX_BUFFER_SIZE,
+          DEFAULT_BUFFER_SIZE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_IMMEDIATE_MODE,
+      g_param_spec_boolean ("immediate-mode", "Immediate mode",
+          "Live capture: the kernel hands over each packet as it arrives (lowest "
+          "latency). Off: it hands over blocks of packets, filled or after "
+          "batch-timeout rounded up to a millisecond — packs the ring tighter at "
+          "high rates, at up to that much more latency", DEFAULT_IMMEDIATE_MODE,
+          rw_ready));
+  g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
+      g_param_spec_uint ("stats-interval", "Stats interval",
+          "Live capture: milliseconds between \"pcapsrc-stats\" element messages "
+          "(the stats fields); 0 = none", 0, G_MAXINT, DEFAULT_STATS_INTERVAL,
+          rw_playing));
+  g_object_class_install_property (gobject_class, PROP_STATS,
+      g_param_spec_boxed ("stats", "Statistics",
+          "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) "
+          "pushed; discarded "
+          "(captured packets of a batch cut off by a stop or EOS); live capture, "
+          "from libpcap's pcap_stats: received (packets the filter accepted, "
+          "dropped ones included), dropped (by the kernel: ring buffer full), "
+          "if-dropped (by the interface, in promiscuous mode)",
+          GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
-      "Packet capture file source", "Source/Network",
-      "Reads pcap/pcapng captures with libpcap into packet batches",
-      "gpupacket developers");
+      "Packet capture source", "Source/Network",
+      "Reads pcap/pcapng captures or captures live from a network interface with "
+      "libpcap, into packet batches", "gpupacket developers");
 
   basesrc_class->start = GST_DEBUG_FUNCPTR (gst_pcap_src_start);
   basesrc_class->stop = GST_DEBUG_FUNCPTR (gst_pcap_src_stop);
+  basesrc_class->unlock = GST_DEBUG_FUNCPTR (gst_pcap_src_unlock);
+  basesrc_class->unlock_stop = GST_DEBUG_FUNCPTR (gst_pcap_src_unlock_stop);
   basesrc_class->get_caps = GST_DEBUG_FUNCPTR (gst_pcap_src_get_caps);
+  basesrc_class->query = GST_DEBUG_FUNCPTR (gst_pcap_src_query);
   pushsrc_class->create = GST_DEBUG_FUNCPTR (gst_pcap_src_create);
 
   GST_DEBUG_CATEGORY_INIT (gst_pcap_src_debug, "pcapsrc", 0,
-      "pcap/pcapng capture file source");
+      "pcap/pcapng capture file and live interface source");
 }
 
 static void
 gst_pcap_src_init (GstPcapSrc * self)
 {
   self->location = g_strdup (DEFAULT_LOCATION);
+  self->device = g_strdup (DEFAULT_DEVICE);
   self->filter = g_strdup (DEFAULT_FILTER);
   self->batch_size = DEFAULT_BATCH_SIZE;
+  self->batch_timeout_us = DEFAULT_BATCH_TIMEOUT;
+  self->snaplen = DEFAULT_SNAPLEN;
+  self->promiscuous = DEFAULT_PROMISCUOUS;
+  self->buffer_size_kib = DEFAULT_BUFFER_SIZE;
+  self->immediate_mode = DEFAULT_IMMEDIATE_MODE;
+  self->stats_interval_ms = DEFAULT_STATS_INTERVAL;
   self->linktype = -1;
   self->state = nullptr;
+  self->stats = new GstPcapSrcStats ();
+  self->wakeup_fd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
