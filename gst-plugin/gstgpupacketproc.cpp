@@ -82,6 +82,10 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
 
 constexpr int kModeCount = 5;
+/* Processing latency reported for a mode before it has run this many
+ * batches; from then on its measured p99 (chain entry to result push). */
+constexpr GstClockTime kDefaultProcessingLatency = 2 * GST_MSECOND;
+constexpr guint64 kLatencyMeasuredBatches = 16;
 /* The results pool is this many times pool-size: 128-byte records for
  * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
 constexpr size_t kResultsPoolFactor = 4;
@@ -117,6 +121,7 @@ struct PendingItem
   GstMapInfo results_map {};
   uint32_t count = 0;
   guint64 bytes = 0;
+  guint64 first_capture_ns = 0; /* capture time of the batch's first packet */
   std::chrono::steady_clock::time_point entry;
   gpp::Mode mode = gpp::Mode::Cpu;
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
@@ -168,6 +173,7 @@ struct GppProcStats
   LatencyWindow latency;        /* chain entry to result push, ns, all modes */
   LatencyWindow mode_latency[kModeCount];
   guint64 mode_batches[kModeCount] = {};
+  LatencyWindow capture_latency; /* first packet's capture to result push, wall clock */
 
   void reset ()
   {
@@ -176,6 +182,7 @@ struct GppProcStats
     bytes_h2d = bytes_d2h = 0;
     max_in_flight = 0;
     latency.clear ();
+    capture_latency.clear ();
     for (int m = 0; m < kModeCount; m++) {
       mode_latency[m].clear ();
       mode_batches[m] = 0;
@@ -363,23 +370,43 @@ elapsed_ns (std::chrono::steady_clock::time_point since)
       std::chrono::steady_clock::now () - since).count ();
 }
 
-/* Counts a finished batch into the stats. */
+/* Capture time of a batch's first packet (0 for an empty batch). */
+static guint64
+first_capture_ns (const uint8_t * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  return header->packet_count ? gpp_batch_descs (batch)[0].timestamp_ns : 0;
+}
+
+/* Counts a finished batch into the stats, just before its results are
+ * pushed.  Once a mode has run enough batches to be measured, the pipeline
+ * is asked to query the latency again (it got the default so far). */
 static void
 gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppResult * records,
-    uint32_t count, guint64 bytes, std::chrono::steady_clock::time_point entry)
+    uint32_t count, guint64 bytes, std::chrono::steady_clock::time_point entry,
+    guint64 capture_ns)
 {
   guint64 malformed = 0;
   for (uint32_t i = 0; i < count; i++)
     malformed += records[i].status != 0;
   const guint64 latency = elapsed_ns (entry);
-  std::lock_guard<std::mutex> guard (self->stats->lock);
-  self->stats->batches++;
-  self->stats->packets += count;
-  self->stats->bytes += bytes;
-  self->stats->malformed += malformed;
-  self->stats->latency.add (latency);
-  self->stats->mode_latency[static_cast<int> (mode)].add (latency);
-  self->stats->mode_batches[static_cast<int> (mode)]++;
+  const guint64 wall = std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::system_clock::now ().time_since_epoch ()).count ();
+  bool measured;
+  {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->batches++;
+    self->stats->packets += count;
+    self->stats->bytes += bytes;
+    self->stats->malformed += malformed;
+    self->stats->latency.add (latency);
+    self->stats->mode_latency[static_cast<int> (mode)].add (latency);
+    measured = ++self->stats->mode_batches[static_cast<int> (mode)] == kLatencyMeasuredBatches;
+    if (capture_ns)
+      self->stats->capture_latency.add (wall > capture_ns ? wall - capture_ns : 0);
+  }
+  if (measured)
+    gst_element_post_message (GST_ELEMENT (self), gst_message_new_latency (GST_OBJECT (self)));
 }
 
 /* Turns a finished item into the results buffer to push; takes its buffers. */
@@ -478,7 +505,7 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
     } else {
       gst_gpu_packet_proc_account (self, item.mode,
           reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
-          item.entry);
+          item.entry, item.first_capture_ns);
       GstBuffer *results = finish_results (item);
       if (st->flushing.load ())
         gst_buffer_unref (results);
@@ -614,6 +641,40 @@ gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * que
   return gst_pad_query_default (pad, parent, query);
 }
 
+/* The processing latency this element adds in the mode now set: the p99 of
+ * its measured batches, or a conservative default before it has enough. */
+static GstClockTime
+gst_gpu_packet_proc_processing_latency (GstGpuPacketProc * self)
+{
+  GST_OBJECT_LOCK (self);
+  const int mode = static_cast<int> (to_engine_mode (self->mode));
+  GST_OBJECT_UNLOCK (self);
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  if (self->stats->mode_batches[mode] < kLatencyMeasuredBatches)
+    return kDefaultProcessingLatency;
+  return self->stats->mode_latency[mode].percentile (99);
+}
+
+static gboolean
+gst_gpu_packet_proc_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
+
+  if (GST_QUERY_TYPE (query) != GST_QUERY_LATENCY)
+    return gst_pad_query_default (pad, parent, query);
+  if (!gst_pad_peer_query (self->sinkpad, query))
+    return FALSE;
+  gboolean live;
+  GstClockTime min, max;
+  gst_query_parse_latency (query, &live, &min, &max);
+  const GstClockTime own = gst_gpu_packet_proc_processing_latency (self);
+  GST_DEBUG_OBJECT (self, "upstream latency %" GST_TIME_FORMAT ", adding %" GST_TIME_FORMAT,
+      GST_TIME_ARGS (min), GST_TIME_ARGS (own));
+  gst_query_set_latency (query, live, min + own,
+      GST_CLOCK_TIME_IS_VALID (max) ? max + own : max);
+  return TRUE;
+}
+
 static gboolean
 gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadMode mode,
     gboolean active)
@@ -725,7 +786,8 @@ gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
   const GppPacketDesc *descs = gpp_batch_descs (in.data);
   for (uint32_t i = 0; i < count; i++)
     bytes += descs[i].caplen;
-  gst_gpu_packet_proc_account (self, gpp::Mode::Cpu, records, count, bytes, entry);
+  gst_gpu_packet_proc_account (self, gpp::Mode::Cpu, records, count, bytes, entry,
+      first_capture_ns (in.data));
   gst_buffer_unmap (results, &out);
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
@@ -750,6 +812,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   const GppPacketDesc *descs = gpp_batch_descs (in.data);
   for (uint32_t i = 0; i < item.count; i++)
     item.bytes += descs[i].caplen;
+  item.first_capture_ns = first_capture_ns (in.data);
 
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */
@@ -1093,6 +1156,10 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
       "latency-p99-ns", G_TYPE_UINT64, s->latency.percentile (99),
       "latency-p999-ns", G_TYPE_UINT64, s->latency.percentile (99.9),
       "latency-max-ns", G_TYPE_UINT64, s->latency.percentile (100),
+      "capture-latency-p50-ns", G_TYPE_UINT64, s->capture_latency.percentile (50),
+      "capture-latency-p99-ns", G_TYPE_UINT64, s->capture_latency.percentile (99),
+      "capture-latency-p999-ns", G_TYPE_UINT64, s->capture_latency.percentile (99.9),
+      "capture-latency-max-ns", G_TYPE_UINT64, s->capture_latency.percentile (100),
       "batches-in-flight", G_TYPE_UINT, in_flight,
       "max-batches-in-flight", G_TYPE_UINT, s->max_in_flight,
       "bytes-to-device", G_TYPE_UINT64, s->bytes_h2d + h2d,
@@ -1167,11 +1234,19 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
         "DPI patterns", &self->dpi_path, &self->dpi_error, self->dpi);
     return;
   }
+  if (prop_id == PROP_MODE) {
+    GST_OBJECT_LOCK (self);
+    const auto mode = (GstGpuPacketProcMode) g_value_get_enum (value);
+    const gboolean changed = mode != self->mode;
+    self->mode = mode;
+    GST_OBJECT_UNLOCK (self);
+    /* Each mode has its own processing latency. */
+    if (changed)
+      gst_element_post_message (GST_ELEMENT (self), gst_message_new_latency (GST_OBJECT (self)));
+    return;
+  }
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
-    case PROP_MODE:
-      self->mode = (GstGpuPacketProcMode) g_value_get_enum (value);
-      break;
     case PROP_RSS_KEY:{
       const gchar *text = g_value_get_string (value);
       uint8_t key[gpp::kRssKeySize];
@@ -1326,8 +1401,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   g_object_class_install_property (gobject_class, PROP_MODE,
       g_param_spec_enum ("mode", "Mode",
           "Where the packet core runs. Changing it while playing lets the batches "
-          "in flight finish first; GPU modes need a CUDA GPU (an error says why "
-          "when there is none)", GST_TYPE_GPU_PACKET_PROC_MODE, DEFAULT_MODE, rw_playing));
+          "in flight finish first and posts a LATENCY message (each mode reports "
+          "its own measured p99 latency); GPU modes need a CUDA GPU (an error says "
+          "why when there is none)", GST_TYPE_GPU_PACKET_PROC_MODE, DEFAULT_MODE, rw_playing));
   g_object_class_install_property (gobject_class, PROP_RSS_KEY,
       g_param_spec_string ("rss-key", "RSS key",
           "40-byte Toeplitz key as 80 hex digits (':', '-' or ' ' may separate "
@@ -1401,7 +1477,10 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "(captured), malformed (packets with any status flag); "
           "latency-p50/p99/p999/max-ns (chain entry to result push, last 4096 "
           "batches) overall and as MODE-latency-p50/p99/p999-ns with MODE-batches "
-          "for each mode used; batches-in-flight, max-batches-in-flight; "
+          "for each mode used; capture-latency-p50/p99/p999/max-ns (capture "
+          "timestamp of each batch's first packet to its result push, wall clock, "
+          "last 4096 batches: meaningful for live sources only); "
+          "batches-in-flight, max-batches-in-flight; "
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
           "allocations the full pool could not serve); pool-bytes-in-use",
@@ -1438,6 +1517,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   gst_pad_use_fixed_caps (self->srcpad);
   gst_pad_set_activatemode_function (self->srcpad,
       GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_src_activate_mode));
+  gst_pad_set_query_function (self->srcpad, GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_src_query));
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
   self->mode = DEFAULT_MODE;
