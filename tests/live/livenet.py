@@ -1,0 +1,236 @@
+"""Shared by the live-capture tests: a veth pair between two network
+namespaces of the test's own, tcpreplay into one end, pcap files, and the
+packet-batch format, read in Python.
+
+A test script calls run(main): as root with `ip` and `tcpreplay` present it
+creates namespaces <tag>-tx and <tag>-rx joined by a veth pair (MTU 65535,
+IPv6 off so the kernel sends nothing of its own), runs itself again inside
+the rx namespace (`ip netns exec`, which also mounts that namespace's /sys,
+where libpcap reads interface counters) and removes both namespaces at the
+end.  Where any of that is impossible it exits 77 (skip).
+"""
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+SKIP = 77
+MTU = 65535
+TX_IF, RX_IF = "gpptx", "gpprx"
+ETH_HLEN, VLAN_HLEN = 14, 4
+LINKTYPE_ETHERNET = 1
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+def _set_up_pair(tx_ns, rx_ns):
+    _ip("netns", "add", tx_ns)
+    _ip("netns", "add", rx_ns)
+    _ip("link", "add", TX_IF, "netns", tx_ns, "type", "veth", "peer", "name", RX_IF,
+        "netns", rx_ns)
+    for ns, ifname in ((tx_ns, TX_IF), (rx_ns, RX_IF)):
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
+                        "net.ipv6.conf.all.disable_ipv6=1",
+                        "net.ipv6.conf.default.disable_ipv6=1"], check=True,
+                       capture_output=True)
+        _ip("-n", ns, "link", "set", ifname, "mtu", str(MTU), "up")
+
+
+def run(main):
+    """Entry point of a test script (see the module doc)."""
+    sys.stdout.reconfigure(line_buffering=True)
+    if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        sys.exit(main(sys.argv[2], sys.argv[3:]))
+    if os.geteuid() != 0:
+        skip("needs root to create network namespaces and capture")
+    for tool in ("ip", "tcpreplay"):
+        if not shutil.which(tool):
+            skip(f"{tool} is not installed (scripts/install-deps.sh installs it)")
+    tag = f"gpp{os.getpid()}"
+    tx_ns, rx_ns = f"{tag}-tx", f"{tag}-rx"
+    # meson's timeout sends SIGTERM: leave through the cleanup below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        try:
+            _set_up_pair(tx_ns, rx_ns)
+        except subprocess.CalledProcessError as e:
+            skip(f"cannot create network namespaces and a veth pair: {e.stderr or e}")
+        env = dict(os.environ)
+        if env.get("GPP_SANITIZER_PRELOAD"):
+            env["LD_PRELOAD"] = env["GPP_SANITIZER_PRELOAD"]
+        rc = subprocess.run(["ip", "netns", "exec", rx_ns, sys.executable, sys.argv[0],
+                             "--inner", tx_ns, *sys.argv[1:]], env=env).returncode
+    finally:
+        for ns in (tx_ns, rx_ns):
+            _ip("netns", "del", ns, check=False)
+    sys.exit(rc)
+
+
+def tool_env():
+    """The environment for helper programs: without the sanitizer runtime."""
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    return env
+
+
+def replay(tx_ns, path, *options):
+    """Sends a capture into the tx end; returns (sent, failed) packet counts."""
+    proc = subprocess.run(["ip", "netns", "exec", tx_ns, "tcpreplay", "-i", TX_IF, *options,
+                           path], capture_output=True, text=True, env=tool_env())
+    if proc.returncode != 0:
+        raise RuntimeError(f"tcpreplay {path}: {proc.stderr.strip()}")
+    counts = {}
+    for line in proc.stdout.splitlines():
+        for key in ("Successful packets:", "Failed packets:"):
+            if line.strip().startswith(key):
+                counts[key] = int(line.split(":")[1])
+    return counts["Successful packets:"], counts["Failed packets:"]
+
+
+def veth_counter(ns, ifname, name):
+    """An interface counter (e.g. tx_dropped) of a namespace's interface."""
+    proc = subprocess.run(["ip", "netns", "exec", ns, "cat",
+                           f"/sys/class/net/{ifname}/statistics/{name}"],
+                          capture_output=True, text=True, check=True, env=tool_env())
+    return int(proc.stdout)
+
+
+# --- pcap files ---------------------------------------------------------------
+
+def read_pcap(path):
+    """(linktype, [(ts_ns, wirelen, data)]) of a classic pcap file."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    magic = raw[:4]
+    for endian in "<>":
+        (m,) = struct.unpack(endian + "I", magic)
+        if m in (0xA1B2C3D4, 0xA1B23C4D):
+            break
+    else:
+        raise ValueError(f"{path}: not a classic pcap file")
+    nano = m == 0xA1B23C4D
+    linktype = struct.unpack(endian + "I", raw[20:24])[0] & 0x0FFFFFFF
+    packets, pos = [], 24
+    while pos + 16 <= len(raw):
+        sec, frac, caplen, wirelen = struct.unpack(endian + "IIII", raw[pos:pos + 16])
+        ts = sec * 10**9 + frac * (1 if nano else 1000)
+        packets.append((ts, wirelen, raw[pos + 16:pos + 16 + caplen]))
+        pos += 16 + caplen
+    return linktype, packets
+
+
+def write_pcap(path, packets, linktype=LINKTYPE_ETHERNET):
+    """Writes [(ts_ns, wirelen, data)] as a nanosecond pcap file."""
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, linktype))
+        for ts, wirelen, data in packets:
+            fh.write(struct.pack("<IIII", ts // 10**9, ts % 10**9, len(data), wirelen))
+            fh.write(data)
+
+
+def classic_copy(path, out):
+    """A classic pcap copy of a pcap or pcapng file (tcpdump converts), or None
+    where tcpdump cannot (several link types in one pcapng)."""
+    proc = subprocess.run(["tcpdump", "-r", path, "-w", out], capture_output=True,
+                          env=tool_env())
+    return out if proc.returncode == 0 else None
+
+
+def fits_veth(data):
+    """Whether a frame can be sent on the veth: a whole Ethernet header, and no
+    more than the MTU after it (plus one VLAN tag, which the kernel allows)."""
+    if len(data) < ETH_HLEN:
+        return False
+    tagged = data[12:14] in (b"\x81\x00", b"\x88\xa8")
+    return len(data) <= ETH_HLEN + MTU + (VLAN_HLEN if tagged else 0)
+
+
+def marker_frame(n):
+    """A frame no capture holds: local experimental ethertype 0x88b5."""
+    body = b"gpupacket live-test marker %08d" % n
+    return (b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x88\xb5" +
+            body).ljust(60, b"\0")
+
+
+# --- packet batches (gpupacket/packet-batch.h) -------------------------------
+
+BATCH_HEADER = struct.Struct("<IHHIIQQ")
+PACKET_DESC = struct.Struct("<QQIIII")
+
+
+def parse_batch(data):
+    """[(timestamp_ns, packet_number, wirelen, bytes)] of one batch buffer."""
+    _, _, header_size, count, _, _, _ = BATCH_HEADER.unpack_from(data, 0)
+    out = []
+    for i in range(count):
+        ts, number, offset, caplen, wirelen, _ = PACKET_DESC.unpack_from(
+            data, header_size + i * PACKET_DESC.size)
+        out.append((ts, number, wirelen, bytes(data[offset:offset + caplen])))
+    return out
+
+
+class BatchRecorder:
+    """Records, from a pad probe, every packet of every batch that passes."""
+
+    def __init__(self, Gst, pad):
+        self.Gst = Gst
+        self.lock = threading.Condition()
+        self.batches = []       # (push wall time ns, [packets])
+        pad.add_probe(Gst.PadProbeType.BUFFER, self._probe)
+
+    def _probe(self, pad, info):
+        buf = info.get_buffer()
+        packets = parse_batch(buf.extract_dup(0, buf.get_size()))
+        with self.lock:
+            self.batches.append((time.time_ns(), packets))
+            self.lock.notify_all()
+        return self.Gst.PadProbeReturn.OK
+
+    def packets(self):
+        with self.lock:
+            return [p for _, batch in self.batches for p in batch]
+
+    def wait_for(self, predicate, timeout):
+        """Waits until predicate(batches) holds; False on timeout."""
+        with self.lock:
+            return self.lock.wait_for(lambda: predicate(self.batches), timeout)
+
+
+def wait_bus(pipeline, Gst, accept, timeout):
+    """Pops bus messages until accept(message) is true; raises on an error."""
+    bus = pipeline.get_bus()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        msg = bus.timed_pop(50 * Gst.MSECOND)
+        if msg is None:
+            continue
+        if msg.type == Gst.MessageType.ERROR:
+            err, dbg = msg.parse_error()
+            raise RuntimeError(f"pipeline error: {err.message} ({dbg})")
+        if accept(msg):
+            return msg
+    return None
+
+
+def init_gst():
+    try:
+        import gi
+        gi.require_version("Gst", "1.0")
+        from gi.repository import Gst
+    except (ImportError, ValueError) as e:
+        skip(f"PyGObject with GStreamer is missing: {e}")
+    Gst.init(None)
+    if not Gst.ElementFactory.find("pcapsrc"):
+        raise RuntimeError("the gpupacket plugin (pcapsrc) is not on the plugin path")
+    return Gst
