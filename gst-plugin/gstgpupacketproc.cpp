@@ -34,6 +34,12 @@
  * there is an error that says why (no fallback: a silent CPU run would
  * misreport performance).
  *
+ * Latency: the element adds to the LATENCY query the p99 of its measured
+ * batches in the current mode (a conservative 2 ms until 16 batches ran in
+ * it) and posts a LATENCY message when mode changes or is first measured.
+ * stats holds capture-to-result latency (capture timestamp of a batch's
+ * first packet to the push of its results) for live sources.
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc mode=cpu cpu-threads=0 ! \
