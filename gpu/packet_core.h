@@ -649,8 +649,10 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
                                            uint32_t wirelen, uint32_t linktype,
                                            uint64_t packet_number, uint64_t timestamp_ns,
                                            const CoreConfig &cfg, GppResult &r) {
-  uint64_t *words = reinterpret_cast<uint64_t *>(&r);
-  for (unsigned i = 0; i < sizeof(GppResult) / sizeof(uint64_t); ++i) words[i] = 0;
+  // Value-initialised, not zeroed through another type: kernels keep the
+  // record in registers, where a type-punned clear is invisible to the
+  // optimiser (it then saw the ACL stage read fields never written).
+  r = GppResult{};
   r.packet_number = packet_number;
   r.timestamp_ns = timestamp_ns;
   r.caplen = caplen;
