@@ -497,9 +497,12 @@ gst_pcap_src_post_read_error (GstPcapSrc * self, const std::string & error)
 
 /* Fills the builder from the file: batch-size packets, or up to the end. */
 static GstFlowReturn
-gst_pcap_src_fill_from_file (GstPcapSrc * self, guint batch_size)
+gst_pcap_src_fill_from_file (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
+  GST_OBJECT_LOCK (self);
+  const guint batch_size = self->batch_size;
+  GST_OBJECT_UNLOCK (self);
 
   if (!st->read_error.empty ()) {
     gst_pcap_src_post_read_error (self, st->read_error);
@@ -575,13 +578,21 @@ gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
 }
 
 /* Fills the builder from the interface: batch-size packets, or what has
- * arrived when batch-timeout has passed since the first packet's capture. */
+ * arrived when batch-timeout has passed since the first packet's capture.
+ * Both settings are read again after every wait, so a change while playing
+ * applies to the batch being built. */
 static GstFlowReturn
-gst_pcap_src_fill_from_device (GstPcapSrc * self, guint batch_size)
+gst_pcap_src_fill_from_device (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
 
-  while (st->builder.packet_count () < batch_size && st->builder.size () < MAX_BATCH_BYTES) {
+  while (st->builder.size () < MAX_BATCH_BYTES) {
+    GST_OBJECT_LOCK (self);
+    const guint batch_size = self->batch_size;
+    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
+    GST_OBJECT_UNLOCK (self);
+    if (st->builder.packet_count () >= batch_size)
+      break;
     const guint64 message_in = (guint64) gst_pcap_src_maybe_post_stats (self);
     const int want = (int) MIN (batch_size - st->builder.packet_count (), LIVE_DISPATCH_CHUNK);
     const int n = pcap_dispatch (st->pcap, want, gst_pcap_src_add_live_packet,
@@ -601,9 +612,6 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self, guint batch_size)
 
     /* Nothing ready: wait for packets, the batch deadline, the next stats
      * message or unlock (), whichever comes first. */
-    GST_OBJECT_LOCK (self);
-    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
-    GST_OBJECT_UNLOCK (self);
     guint64 wait_ns = message_in;   /* (guint64) -1: no message due */
     if (st->builder.packet_count ()) {
       const guint64 now = realtime_ns ();
@@ -655,18 +663,14 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
   GstPcapSrcState *st = self->state;
   GstBaseSrc *base = GST_BASE_SRC (src);
 
-  GST_OBJECT_LOCK (self);
-  const guint batch_size = self->batch_size;
-  GST_OBJECT_UNLOCK (self);
-
   /* A live batch cut short by unlock () is still in the builder: go on with it. */
   if (!st->live || st->builder.packet_count () == 0) {
     st->builder.reset (st->linktype);
     st->builder_bytes = 0;
   }
   const guint64 first_read = st->packets_read - st->builder.packet_count ();
-  const GstFlowReturn fill = st->live ? gst_pcap_src_fill_from_device (self, batch_size) :
-      gst_pcap_src_fill_from_file (self, batch_size);
+  const GstFlowReturn fill = st->live ? gst_pcap_src_fill_from_device (self) :
+      gst_pcap_src_fill_from_file (self);
   if (fill != GST_FLOW_OK)
     return fill;
 
