@@ -4,13 +4,13 @@
 # and the benchmark.  Logs go to $OUT (default ./out).  For the lent GPU host
 # (no GStreamer there), carry build/, .gstrt/ (../shared/tools/gst-runtime-bundle)
 # and .shared/ (a copy of ../shared) and run:  bash scripts/gpu-host-check.sh
-# All logs end up in $OUT/gpu-check.tgz, the benchmark report in $OUT too.
+# Logs go to $OUT/logs/NAME.log, the benchmark report to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
-LOGS=$(mktemp -d)
-mkdir -p "$OUT"
-trap 'tar czf "$OUT/gpu-check.tgz" -C "$LOGS" . 2>/dev/null' EXIT
+# Straight into $OUT, so what ran comes back even if the machine's time runs out.
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
 [ -d .shared ] && [ ! -e ../shared ] && ln -sfn "$PWD/.shared" ../shared
 [ -f .gstrt/env.sh ] && source .gstrt/env.sh
 export GST_PLUGIN_PATH_1_0=$PWD/build/gst-plugin
@@ -41,15 +41,22 @@ GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1 acl-rule
   run modes-persistent-1blk-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run swap-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section swap
-TAIL=60 run bench build/bench/gpupacket-bench --gst --out "$OUT"
 # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
 # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
 #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
+peers=()
 if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
-  TAIL=8 run cpu-peers build/bench/gpupacket-cpu-peers ../shared/data
+  TAIL=12 run cpu-peers build/bench/gpupacket-cpu-peers --csv "$OUT/peers.csv" ../shared/data
+  peers=(--peers-csv "$OUT/peers.csv")
 else
   echo "== cpu-peers: skipped (not built, or DPDK / Hyperscan libraries missing here)"
 fi
+TAIL=${BENCH_TAIL:-60} run bench build/bench/gpupacket-bench --gst "${peers[@]}" ${BENCH_ARGS:-} --out "$OUT"
+# Capture-to-result latency per mode on a veth pair (needs root and network
+# namespaces; iproute2 may come from the bundle).
+command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
+TAIL=9 GPP_LIVE_LATENCY=build/bench/gpupacket-live-latency \
+  run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
 san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick

@@ -1,0 +1,228 @@
+/* gpupacket-live-latency: capture-to-result latency of gpupacketproc on a live
+ * interface, per mode, side by side.  For each mode it runs
+ *   pcapsrc device=CAPTURE ! gpupacketproc mode=M ! fakesink
+ * while a thread injects UDP frames into INJECT (the other end of a veth
+ * pair, see live-latency.sh) at a fixed rate, then prints the element's
+ * capture-latency percentiles (capture timestamp of a batch's first packet
+ * to the push of its results, wall clock) and the capture counts.
+ *
+ *   gpupacket-live-latency --capture IF --inject IF [--rate PPS] [--seconds S]
+ *       [--batch-size N] [--batch-timeout US] [--modes cpu,streams,...] [--csv FILE]
+ */
+#define _DEFAULT_SOURCE /* the BSD types <pcap/pcap.h> uses */
+#include <gst/gst.h>
+#include <pcap/pcap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+  const char *inject;
+  guint rate;
+  double seconds;
+  volatile gint stop;
+  guint64 sent;
+  gchar *error;
+} Injector;
+
+static double
+now_s (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* 64-byte Ethernet / IPv4 / UDP frames, flows varying with the count. */
+static void
+make_frame (guint8 * f, guint64 n)
+{
+  static const guint8 head[] = {
+    0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00,
+    0x45, 0, 0, 50, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2,
+  };
+  memset (f, 0, 64);
+  memcpy (f, head, sizeof head);
+  f[29] = (guint8) (n & 0xff);
+  f[34] = 0x30;
+  f[35] = (guint8) (n & 0xff);
+  f[36] = 0x00;
+  f[37] = 53;
+  f[38] = 0;
+  f[39] = 30;
+  guint32 sum = 0;
+  for (int i = 14; i < 34; i += 2)
+    sum += (f[i] << 8) | f[i + 1];
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
+  f[24] = (guint8) (~sum >> 8);
+  f[25] = (guint8) ~sum;
+}
+
+static gpointer
+inject_thread (gpointer data)
+{
+  Injector *inj = data;
+  char errbuf[PCAP_ERRBUF_SIZE];
+  pcap_t *p = pcap_open_live (inj->inject, 128, 0, 1, errbuf);
+  if (!p) {
+    inj->error = g_strdup_printf ("pcap_open_live(%s): %s", inj->inject, errbuf);
+    return NULL;
+  }
+  guint8 frame[64];
+  const double start = now_s ();
+  while (!g_atomic_int_get (&inj->stop) && now_s () - start < inj->seconds) {
+    /* Paced by the clock: the packet due now, never a burst to catch up. */
+    const double due = start + (double) inj->sent / inj->rate;
+    if (now_s () < due)
+      continue;
+    make_frame (frame, inj->sent);
+    if (pcap_inject (p, frame, sizeof frame) != sizeof frame) {
+      inj->error = g_strdup_printf ("pcap_inject(%s): %s", inj->inject, pcap_geterr (p));
+      break;
+    }
+    inj->sent++;
+  }
+  pcap_close (p);
+  return NULL;
+}
+
+static guint64
+get_u64 (const GstStructure * s, const char *field)
+{
+  guint64 v = 0;
+  if (s)
+    gst_structure_get_uint64 (s, field, &v);
+  return v;
+}
+
+int
+main (int argc, char **argv)
+{
+  gchar *capture = NULL, *inject = NULL, *modes = g_strdup ("cpu,streams,zerocopy,graph,persistent");
+  gchar *csv = NULL;
+  gint rate = 20000, batch_size = 64, batch_timeout = 100;
+  gdouble seconds = 3;
+  GOptionEntry entries[] = {
+    {"capture", 0, 0, G_OPTION_ARG_STRING, &capture, "interface pcapsrc captures on", "IF"},
+    {"inject", 0, 0, G_OPTION_ARG_STRING, &inject, "interface frames are injected into", "IF"},
+    {"rate", 0, 0, G_OPTION_ARG_INT, &rate, "frames per second (default 20000)", "PPS"},
+    {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &seconds, "injection time per mode (default 3)", "S"},
+    {"batch-size", 0, 0, G_OPTION_ARG_INT, &batch_size, "pcapsrc batch-size (default 64)", "N"},
+    {"batch-timeout", 0, 0, G_OPTION_ARG_INT, &batch_timeout,
+        "pcapsrc batch-timeout in us (default 100)", "US"},
+    {"modes", 0, 0, G_OPTION_ARG_STRING, &modes, "modes to measure, comma-separated", "LIST"},
+    {"csv", 0, 0, G_OPTION_ARG_FILENAME, &csv, "also write the rows as CSV", "FILE"},
+    {NULL}
+  };
+  GError *err = NULL;
+  GOptionContext *ctx = g_option_context_new ("- capture-to-result latency per mode");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_add_group (ctx, gst_init_get_option_group ());
+  if (!g_option_context_parse (ctx, &argc, &argv, &err) || !capture || !inject || rate <= 0) {
+    fprintf (stderr, "%s\nusage: %s --capture IF --inject IF [options]\n",
+        err ? err->message : "--capture and --inject are required", argv[0]);
+    return 2;
+  }
+  g_option_context_free (ctx);
+
+  FILE *out = csv ? fopen (csv, "w") : NULL;
+  if (csv && !out) {
+    fprintf (stderr, "cannot write %s\n", csv);
+    return 2;
+  }
+  if (out)
+    fprintf (out, "mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
+        "batches,capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
+        "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us\n");
+  printf ("capture-to-result latency, %d frames/s of 64 bytes, batch-size %d, batch-timeout %d us, "
+      "%.1f s per mode\n", rate, batch_size, batch_timeout, seconds);
+  printf ("%-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "mode", "sent", "captured", "dropped",
+      "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99");
+  int status = 0;
+  gchar **list = g_strsplit (modes, ",", -1);
+  for (gchar ** m = list; *m; ++m) {
+    gchar *desc = g_strdup_printf ("pcapsrc name=src device=%s batch-size=%d batch-timeout=%d ! "
+        "gpupacketproc name=proc mode=%s ! fakesink sync=false", capture, batch_size,
+        batch_timeout, *m);
+    GstElement *pipe = gst_parse_launch (desc, &err);
+    g_free (desc);
+    if (!pipe) {
+      fprintf (stderr, "%s: %s\n", *m, err->message);
+      g_clear_error (&err);
+      status = 1;
+      continue;
+    }
+    GstBus *bus = gst_element_get_bus (pipe);
+    if (gst_element_set_state (pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
+      GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+      if (msg) {
+        gst_message_parse_error (msg, &err, NULL);
+        fprintf (stderr, "%s: %s\n", *m, err->message);
+        g_clear_error (&err);
+        gst_message_unref (msg);
+      }
+      gst_element_set_state (pipe, GST_STATE_NULL);
+      gst_object_unref (bus);
+      gst_object_unref (pipe);
+      status = 1;
+      continue;
+    }
+    gst_element_get_state (pipe, NULL, NULL, 5 * GST_SECOND);
+    g_usleep (300000);          /* the capture is open and the GPU engine started */
+    Injector inj = { inject, (guint) rate, seconds, 0, 0, NULL };
+    GThread *th = g_thread_new ("inject", inject_thread, &inj);
+    g_thread_join (th);
+    g_usleep (300000);          /* the last batches time out and come through */
+    GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
+    GstElement *proc = gst_bin_get_by_name (GST_BIN (pipe), "proc");
+    GstStructure *ss = NULL, *ps = NULL;
+    g_object_get (src, "stats", &ss, NULL);
+    g_object_get (proc, "stats", &ps, NULL);
+    gchar *key50 = g_strdup_printf ("%s-latency-p50-ns", *m), *key99 = g_strdup_printf ("%s-latency-p99-ns", *m);
+    const double us = 1e3;
+    const guint64 captured = get_u64 (ss, "packets");
+    printf ("%-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
+        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n", *m, inj.sent, captured,
+        get_u64 (ss, "dropped"), get_u64 (ps, "batches"),
+        get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
+        get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
+        get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, msg || inj.error ? "  (error)" : "");
+    if (out)
+      fprintf (out, "%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", *m, rate, batch_size,
+          batch_timeout, inj.sent, captured, get_u64 (ss, "dropped"), get_u64 (ps, "batches"),
+          get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
+          get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
+          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us);
+    if (msg) {
+      gst_message_parse_error (msg, &err, NULL);
+      fprintf (stderr, "%s: %s\n", *m, err->message);
+      g_clear_error (&err);
+      gst_message_unref (msg);
+      status = 1;
+    }
+    if (inj.error) {
+      fprintf (stderr, "%s: %s\n", *m, inj.error);
+      g_free (inj.error);
+      status = 1;
+    }
+    g_free (key50);
+    g_free (key99);
+    if (ss)
+      gst_structure_free (ss);
+    if (ps)
+      gst_structure_free (ps);
+    gst_object_unref (src);
+    gst_object_unref (proc);
+    gst_element_set_state (pipe, GST_STATE_NULL);
+    gst_object_unref (bus);
+    gst_object_unref (pipe);
+  }
+  g_strfreev (list);
+  if (out)
+    fclose (out);
+  return status;
+}
