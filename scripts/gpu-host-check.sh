@@ -41,6 +41,11 @@ GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1 acl-rule
   run modes-persistent-1blk-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run swap-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section swap
+# Capture-to-result latency per mode on a veth pair (needs root and network
+# namespaces; iproute2 may come from the bundle).
+command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
+TAIL=9 GPP_LIVE_LATENCY=build/bench/gpupacket-live-latency \
+  run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
 # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
 # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
 #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
@@ -52,11 +57,6 @@ else
   echo "== cpu-peers: skipped (not built, or DPDK / Hyperscan libraries missing here)"
 fi
 TAIL=${BENCH_TAIL:-60} run bench build/bench/gpupacket-bench --gst "${peers[@]}" ${BENCH_ARGS:-} --out "$OUT"
-# Capture-to-result latency per mode on a veth pair (needs root and network
-# namespaces; iproute2 may come from the bundle).
-command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
-TAIL=9 GPP_LIVE_LATENCY=build/bench/gpupacket-live-latency \
-  run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
 san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
