@@ -151,7 +151,11 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
     next = n;
   }
   __syncthreads();
-  return next == 0 ? Next::Process : next == 1 ? Next::Skip : Next::Stop;
+  const int n = next;
+  // A skipped job loops straight back here: thread 0 must not rewrite `next`
+  // before every thread has read it (racecheck found exactly that).
+  __syncthreads();
+  return n == 0 ? Next::Process : n == 1 ? Next::Skip : Next::Stop;
 }
 
 __global__ void __launch_bounds__(kPersistentThreads)
