@@ -100,7 +100,7 @@ get_u64 (const GstStructure * s, const char *field)
 int
 main (int argc, char **argv)
 {
-  gchar *capture = NULL, *inject = NULL, *modes = g_strdup ("cpu,streams,zerocopy,graph,persistent");
+  gchar *capture = NULL, *inject = NULL, *modes = NULL;
   gchar *csv = NULL;
   gint rate = 20000, batch_size = 64, batch_timeout = 100;
   gdouble seconds = 3;
@@ -141,16 +141,18 @@ main (int argc, char **argv)
   printf ("%-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "mode", "sent", "captured", "dropped",
       "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99");
   int status = 0;
-  gchar **list = g_strsplit (modes, ",", -1);
+  gchar **list = g_strsplit (modes ? modes : "cpu,streams,zerocopy,graph,persistent", ",", -1);
   for (gchar ** m = list; *m; ++m) {
     gchar *desc = g_strdup_printf ("pcapsrc name=src device=%s batch-size=%d batch-timeout=%d ! "
         "gpupacketproc name=proc mode=%s ! fakesink sync=false", capture, batch_size,
         batch_timeout, *m);
     GstElement *pipe = gst_parse_launch (desc, &err);
     g_free (desc);
-    if (!pipe) {
-      fprintf (stderr, "%s: %s\n", *m, err->message);
+    if (!pipe || err) {         /* a missing element is a "recoverable" error: not here */
+      fprintf (stderr, "%s: %s\n", *m, err ? err->message : "could not build the pipeline");
       g_clear_error (&err);
+      if (pipe)
+        gst_object_unref (pipe);
       status = 1;
       continue;
     }
@@ -224,5 +226,9 @@ main (int argc, char **argv)
   g_strfreev (list);
   if (out)
     fclose (out);
+  g_free (capture);
+  g_free (inject);
+  g_free (modes);
+  g_free (csv);
   return status;
 }
