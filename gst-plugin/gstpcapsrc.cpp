@@ -101,7 +101,10 @@ struct GstPcapSrcState
   gpp::BatchBuilder builder;
   guint64 builder_bytes = 0;    /* captured bytes of the packets in builder */
   guint64 first_ts = 0, last_ts = 0;  /* capture times (ns) in the live batch */
+  guint64 first_arrival = 0;    /* monotonic ns when its first packet was read: bounds the
+                                 * deadline if the wall clock steps back */
   std::chrono::steady_clock::time_point next_message;
+  std::chrono::steady_clock::time_point next_kernel_stats; /* pcap_stats refresh */
 
   ~GstPcapSrcState ()
   {
@@ -119,7 +122,7 @@ struct GstPcapSrcStats
   std::mutex lock;
   pcap_t *live_pcap = nullptr;
   guint64 packets = 0, batches = 0, bytes = 0;
-  guint64 discarded = 0;        /* captured, in a batch cut off by a stop */
+  guint64 discarded = 0;        /* captured, never pushed (stop, EOS, PAUSED) */
   struct pcap_stat kernel {};   /* the last pcap_stats answer */
 
   void reset ()
@@ -147,7 +150,9 @@ struct _GstPcapSrc
   guint stats_interval_ms;
   gint linktype;                /* of the open capture, -1 when none is open */
 
-  int wakeup_fd;                /* eventfd: unlock () ends a wait for packets */
+  int wakeup_fd;                /* eventfd: unlock () or a settings change ends a wait */
+  gint unlocking;               /* atomic: unlock () until unlock_stop () */
+  gint settings_changed;        /* atomic: batch-size, batch-timeout or stats-interval set */
 
   /* streaming state, owned by the streaming thread between start and stop */
   GstPcapSrcState *state;
@@ -177,6 +182,34 @@ realtime_ns ()
 {
   return std::chrono::duration_cast<std::chrono::nanoseconds> (
       std::chrono::system_clock::now ().time_since_epoch ()).count ();
+}
+
+static guint64
+monotonic_ns ()
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::steady_clock::now ().time_since_epoch ()).count ();
+}
+
+/* Wakes a create () waiting for packets. */
+static void
+gst_pcap_src_wake (GstPcapSrc * self)
+{
+  if (self->wakeup_fd >= 0) {
+    const uint64_t one = 1;
+    if (write (self->wakeup_fd, &one, sizeof one) < 0)
+      GST_WARNING_OBJECT (self, "eventfd write: %s", g_strerror (errno));
+  }
+}
+
+static void
+gst_pcap_src_drain_wakeups (GstPcapSrc * self)
+{
+  if (self->wakeup_fd >= 0) {
+    uint64_t count;
+    if (read (self->wakeup_fd, &count, sizeof count) < 0 && errno != EAGAIN)
+      GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
+  }
 }
 
 static gboolean
@@ -278,7 +311,7 @@ gst_pcap_src_open_device (GstPcapSrc * self, GstPcapSrcState * state,
   pcap_set_immediate_mode (state->pcap, immediate);
   /* Without immediate mode the kernel hands over blocks of packets when a
    * block fills or this timeout passes; keep it within one batch timeout. */
-  pcap_set_timeout (state->pcap, (int) MAX (1u, timeout_us / 1000));
+  pcap_set_timeout (state->pcap, (int) MAX (1u, (timeout_us + 999) / 1000));
   state->nano = pcap_set_tstamp_precision (state->pcap, PCAP_TSTAMP_PRECISION_NANO) == 0;
 
   const int rc = pcap_activate (state->pcap);
@@ -372,6 +405,9 @@ gst_pcap_src_read_kernel_stats_locked (GstPcapSrcStats * s)
     s->kernel = ps;
 }
 
+static void gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *,
+    const u_char *);
+
 static gboolean
 gst_pcap_src_stop (GstBaseSrc * base)
 {
@@ -382,10 +418,18 @@ gst_pcap_src_stop (GstBaseSrc * base)
     std::lock_guard<std::mutex> guard (self->stats->lock);
     gst_pcap_src_read_kernel_stats_locked (self->stats);
     self->stats->live_pcap = nullptr;
-    self->stats->discarded += st->builder.packet_count ();
-    if (st->builder.packet_count ())
-      GST_INFO_OBJECT (self, "stopped with %u packets in an unfinished batch",
-          st->builder.packet_count ());
+    /* What the kernel still queues was received but will never be pushed:
+     * count it with the unfinished batch, so received = packets + dropped +
+     * discarded holds after a stop. */
+    guint64 queued = 0;
+    if (st->live && st->pcap)
+      while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
+              reinterpret_cast<u_char *> (&queued)) > 0) {
+      }
+    self->stats->discarded += st->builder.packet_count () + queued;
+    if (st->builder.packet_count () || queued)
+      GST_INFO_OBJECT (self, "stopped with %u packets in an unfinished batch and %"
+          G_GUINT64_FORMAT " queued in the kernel", st->builder.packet_count (), queued);
   }
   GST_OBJECT_LOCK (self);
   self->linktype = -1;
@@ -395,17 +439,14 @@ gst_pcap_src_stop (GstBaseSrc * base)
   return TRUE;
 }
 
-/* Interrupts a wait for packets in create (); the live batch being built is
- * kept for the next create (PAUSED→PLAYING) or counted as discarded by stop. */
+/* Interrupts a wait for packets in create () (flush, READY); the live batch
+ * being built is kept for the next create or counted as discarded by stop. */
 static gboolean
 gst_pcap_src_unlock (GstBaseSrc * base)
 {
   GstPcapSrc *self = GST_PCAP_SRC (base);
-  if (self->wakeup_fd >= 0) {
-    const uint64_t one = 1;
-    if (write (self->wakeup_fd, &one, sizeof one) < 0)
-      GST_WARNING_OBJECT (self, "eventfd write: %s", g_strerror (errno));
-  }
+  g_atomic_int_set (&self->unlocking, 1);
+  gst_pcap_src_wake (self);
   return TRUE;
 }
 
@@ -413,11 +454,8 @@ static gboolean
 gst_pcap_src_unlock_stop (GstBaseSrc * base)
 {
   GstPcapSrc *self = GST_PCAP_SRC (base);
-  if (self->wakeup_fd >= 0) {
-    uint64_t count;
-    if (read (self->wakeup_fd, &count, sizeof count) < 0 && errno != EAGAIN)
-      GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
-  }
+  g_atomic_int_set (&self->unlocking, 0);
+  gst_pcap_src_drain_wakeups (self);
   return TRUE;
 }
 
@@ -549,8 +587,10 @@ gst_pcap_src_add_live_packet (u_char * user, const struct pcap_pkthdr *hdr,
   auto *st = reinterpret_cast<GstPcapSrcState *> (user);
   const guint64 ts_ns = (guint64) hdr->ts.tv_sec * GST_SECOND +
       (guint64) hdr->ts.tv_usec * (st->nano ? 1 : 1000);
-  if (st->builder.packet_count () == 0)
+  if (st->builder.packet_count () == 0) {
     st->first_ts = ts_ns;
+    st->first_arrival = monotonic_ns ();
+  }
   st->last_ts = ts_ns;
   st->packets_read++;
   st->builder.add (data, hdr->caplen, hdr->len, ts_ns, st->packets_read);
@@ -577,6 +617,37 @@ gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
   return std::chrono::duration_cast<std::chrono::nanoseconds> (st->next_message - now).count ();
 }
 
+/* How often the streaming thread refreshes the kernel's counters. */
+constexpr auto kKernelStatsPeriod = std::chrono::milliseconds (20);
+
+static void
+gst_pcap_src_maybe_read_kernel_stats (GstPcapSrc * self)
+{
+  GstPcapSrcState *st = self->state;
+  const auto now = std::chrono::steady_clock::now ();
+  if (now < st->next_kernel_stats)
+    return;
+  st->next_kernel_stats = now + kKernelStatsPeriod;
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  gst_pcap_src_read_kernel_stats_locked (self->stats);
+}
+
+/* Nanoseconds until the live batch is due (0: due now): batch-timeout after
+ * its first packet's capture, and never later than batch-timeout after that
+ * packet was read, whatever the wall clock does meanwhile. */
+static guint64
+gst_pcap_src_batch_due_in (const GstPcapSrcState * st, guint64 timeout_ns)
+{
+  const guint64 wall = realtime_ns (), mono = monotonic_ns ();
+  const guint64 by_capture = st->first_ts + timeout_ns;
+  const guint64 by_arrival = st->first_arrival + timeout_ns;
+  const guint64 left_capture = by_capture > wall ? by_capture - wall : 0;
+  const guint64 left_arrival = by_arrival > mono ? by_arrival - mono : 0;
+  return MIN (left_capture, left_arrival);
+}
+
+static void gst_pcap_src_discard_pending (GstPcapSrc * self);
+
 /* Fills the builder from the interface: batch-size packets, or what has
  * arrived when batch-timeout has passed since the first packet's capture.
  * Both settings are read again after every wait, so a change while playing
@@ -586,7 +657,16 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
 
+  GstBaseSrc *base = GST_BASE_SRC (self);
   while (st->builder.size () < MAX_BATCH_BYTES) {
+    if (!base->live_running) {
+      /* PAUSED: capture stops until PLAYING (or a flush / READY). */
+      const GstFlowReturn playing = gst_base_src_wait_playing (base);
+      if (playing != GST_FLOW_OK)
+        return playing;
+      gst_pcap_src_discard_pending (self);
+      continue;
+    }
     GST_OBJECT_LOCK (self);
     const guint batch_size = self->batch_size;
     const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
@@ -594,6 +674,7 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
     if (st->builder.packet_count () >= batch_size)
       break;
     const guint64 message_in = (guint64) gst_pcap_src_maybe_post_stats (self);
+    gst_pcap_src_maybe_read_kernel_stats (self);
     const int want = (int) MIN (batch_size - st->builder.packet_count (), LIVE_DISPATCH_CHUNK);
     const int n = pcap_dispatch (st->pcap, want, gst_pcap_src_add_live_packet,
         reinterpret_cast<u_char *> (st));
@@ -607,32 +688,42 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
       g_free (device);
       return GST_FLOW_ERROR;
     }
-    if (n > 0)
+    if (n > 0) {
+      /* Packets keep coming: the deadline still holds. */
+      if (st->builder.packet_count () && gst_pcap_src_batch_due_in (st, timeout_ns) == 0)
+        break;
       continue;
+    }
 
     /* Nothing ready: wait for packets, the batch deadline, the next stats
      * message or unlock (), whichever comes first. */
-    guint64 wait_ns = message_in;   /* (guint64) -1: no message due */
+    /* Never longer than the kernel-counter period, so stats stay fresh. */
+    guint64 wait_ns = MIN (message_in,
+        (guint64) std::chrono::duration_cast<std::chrono::nanoseconds> (kKernelStatsPeriod).count ());
     if (st->builder.packet_count ()) {
-      const guint64 now = realtime_ns ();
-      const guint64 deadline = st->first_ts + timeout_ns;
-      if (now >= deadline)
+      const guint64 due_in = gst_pcap_src_batch_due_in (st, timeout_ns);
+      if (due_in == 0)
         break;
-      wait_ns = MIN (wait_ns, MIN (deadline - now, timeout_ns));
+      wait_ns = MIN (wait_ns, due_in);
     }
     struct timespec ts = { (time_t) (wait_ns / GST_SECOND), (long) (wait_ns % GST_SECOND) };
     struct pollfd fds[2] = {
       {pcap_get_selectable_fd (st->pcap), POLLIN, 0},
       {self->wakeup_fd, POLLIN, 0},
     };
-    const int rc = ppoll (fds, 2, wait_ns == (guint64) - 1 ? NULL : &ts, NULL);
+    const int rc = ppoll (fds, 2, &ts, NULL);
     if (rc < 0 && errno != EINTR) {
       GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Waiting for packets failed: %s",
               g_strerror (errno)), ("ppoll"));
       return GST_FLOW_ERROR;
     }
-    if (fds[1].revents)
-      return GST_FLOW_FLUSHING;
+    if (fds[1].revents) {
+      if (g_atomic_int_get (&self->unlocking))
+        return GST_FLOW_FLUSHING;   /* unlock_stop () drains the eventfd */
+      /* A setting changed while waiting: apply it to this batch now. */
+      g_atomic_int_set (&self->settings_changed, 0);
+      gst_pcap_src_drain_wakeups (self);
+    }
   }
   return GST_FLOW_OK;
 }
@@ -653,7 +744,37 @@ gst_pcap_src_timestamp_live (GstPcapSrc * self, GstBuffer * buf)
   const guint64 age = wall > st->first_ts ? wall - st->first_ts : 0;
   const GstClockTime running = now > base_time ? now - base_time : 0;
   GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
-  GST_BUFFER_DURATION (buf) = st->last_ts - st->first_ts;
+  /* Timestamps from different CPUs may be slightly out of ring order. */
+  GST_BUFFER_DURATION (buf) = st->last_ts > st->first_ts ? st->last_ts - st->first_ts : 0;
+}
+
+static void
+gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *, const u_char *)
+{
+  (*reinterpret_cast<guint64 *> (user))++;
+}
+
+/* Back in PLAYING: the batch begun before the pause and what the kernel
+ * queued meanwhile are dropped (counted as discarded), as a camera does not
+ * deliver what it saw while paused, and so no batch carries a stale time. */
+static void
+gst_pcap_src_discard_pending (GstPcapSrc * self)
+{
+  GstPcapSrcState *st = self->state;
+  guint64 dropped = st->builder.packet_count ();
+  st->packets_read -= st->builder.packet_count ();
+  st->builder.reset (st->linktype);
+  st->builder_bytes = 0;
+  guint64 queued = 0;
+  while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
+          reinterpret_cast<u_char *> (&queued)) > 0) {
+  }
+  dropped += queued;
+  if (dropped)
+    GST_INFO_OBJECT (self, "dropped %" G_GUINT64_FORMAT " packets captured while not playing",
+        dropped);
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  self->stats->discarded += dropped;
 }
 
 static GstFlowReturn
@@ -662,6 +783,7 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
   GstPcapSrc *self = GST_PCAP_SRC (src);
   GstPcapSrcState *st = self->state;
   GstBaseSrc *base = GST_BASE_SRC (src);
+
 
   /* A live batch cut short by unlock () is still in the builder: go on with it. */
   if (!st->live || st->builder.packet_count () == 0) {
@@ -703,7 +825,7 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstPcapSrc *self = GST_PCAP_SRC (object);
-  gboolean latency_changed = FALSE;
+  gboolean latency_changed = FALSE, wake = FALSE;
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
@@ -721,10 +843,12 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_BATCH_SIZE:
       self->batch_size = g_value_get_uint (value);
+      wake = TRUE;
       break;
     case PROP_BATCH_TIMEOUT:
       latency_changed = self->batch_timeout_us != g_value_get_uint (value);
       self->batch_timeout_us = g_value_get_uint (value);
+      wake = TRUE;
       break;
     case PROP_SNAPLEN:
       self->snaplen = g_value_get_uint (value);
@@ -740,6 +864,7 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_STATS_INTERVAL:
       self->stats_interval_ms = g_value_get_uint (value);
+      wake = TRUE;
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -747,6 +872,11 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
   }
   const gboolean live = self->device != NULL && *self->device;
   GST_OBJECT_UNLOCK (self);
+  if (wake) {
+    /* A create () waiting for packets picks the new value up now. */
+    g_atomic_int_set (&self->settings_changed, 1);
+    gst_pcap_src_wake (self);
+  }
 
   if (prop_id == PROP_DEVICE) {
     /* Decided before READY→PAUSED, where a live source skips preroll. */
@@ -765,6 +895,8 @@ gst_pcap_src_get_property (GObject * object, guint prop_id, GValue * value,
   GstPcapSrc *self = GST_PCAP_SRC (object);
 
   if (prop_id == PROP_STATS) {
+    /* pcap_stats () from this thread, serialised with the streaming
+     * thread's own calls by the stats lock (a getsockopt on Linux). */
     g_value_take_boxed (value, gst_pcap_src_make_stats (self, true));
     return;
   }
@@ -822,6 +954,21 @@ gst_pcap_src_finalize (GObject * object)
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
+/* GstBaseSrc does not interrupt create () on PLAYING→PAUSED: wake its wait,
+ * so it notices and waits for PLAYING (gst_base_src_wait_playing) instead of
+ * finishing a batch whose time would be stale after the pause. */
+static GstStateChangeReturn
+gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
+{
+  GstPcapSrc *self = GST_PCAP_SRC (element);
+  if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED &&
+      gst_base_src_is_live (GST_BASE_SRC (element))) {
+    g_atomic_int_set (&self->settings_changed, 1);
+    gst_pcap_src_wake (self);
+  }
+  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
+
 static void
 gst_pcap_src_class_init (GstPcapSrcClass * klass)
 {
@@ -837,6 +984,7 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
   gobject_class->set_property = gst_pcap_src_set_property;
   gobject_class->get_property = gst_pcap_src_get_property;
   gobject_class->finalize = gst_pcap_src_finalize;
+  element_class->change_state = gst_pcap_src_change_state;
 
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
@@ -896,7 +1044,8 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) "
           "pushed; discarded "
-          "(captured packets of a batch cut off by a stop or EOS); live capture, "
+          "(captured packets never pushed: a batch cut off by a stop or EOS, the "
+          "kernel's queue at a stop, what arrived while PAUSED); live capture, "
           "from libpcap's pcap_stats: received (packets the filter accepted, "
           "dropped ones included), dropped (by the kernel: ring buffer full), "
           "if-dropped (by the interface, in promiscuous mode)",

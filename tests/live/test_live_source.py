@@ -102,6 +102,20 @@ def main(tx_ns, args):
     check("batch-size closes a batch before batch-timeout", count == 4 and delay < 1000,
           f"({count} packets after {delay:.2f} ms, timeout 5 s)")
 
+    # A change while a batch waits applies to that batch: lowered from 5 s to
+    # 10 ms 100 ms after the packet, it leaves right away, not after 5 s.
+    livenet.replay(tx_ns, one, "--topspeed")
+    time.sleep(0.1)
+    src.set_property("batch-timeout", 10000)
+    if not recorder.wait_for(lambda b: len(b) >= 4, 10):
+        check("a lowered batch-timeout ends the batch being built", False, "(no batch)")
+    else:
+        pushed, packets = recorder.batches[3]
+        delay = (pushed - packets[0][0]) / 1e6
+        check("a lowered batch-timeout ends the batch being built",
+              len(packets) == 1 and delay < 100 + MARGIN_MS, f"({delay:.2f} ms)")
+    src.set_property("batch-timeout", 5000000)
+
     proc.set_property("mode", "streams")
     proc.set_property("mode", "cpu")
     msg = livenet.wait_bus(pipeline, Gst, lambda m: m.type == Gst.MessageType.LATENCY
@@ -113,11 +127,29 @@ def main(tx_ns, args):
                      and m.get_structure().get_name() == "pcapsrc-stats"
                      and seen.append(m) is None and len(seen) >= 3, 5)
     check("periodic pcapsrc-stats messages", len(seen) >= 3 and
-          seen[-1].get_structure().get_uint64("packets")[1] == 6)
+          seen[-1].get_structure().get_uint64("packets")[1] == 7)
+
+    # PAUSED pauses the capture: a packet sent meanwhile is not delivered (it
+    # is counted as discarded once PLAYING again) and capture resumes at once.
+    src.set_property("batch-size", 1)
+    before = len(recorder.batches)
+    pipeline.set_state(Gst.State.PAUSED)
+    pipeline.get_state(Gst.CLOCK_TIME_NONE)
+    livenet.replay(tx_ns, one, "--topspeed")
+    time.sleep(0.3)
+    check("nothing delivered while PAUSED", len(recorder.batches) == before)
+    pipeline.set_state(Gst.State.PLAYING)
+    resumed = push_delay_ms(one, before + 1)
+    check("capture resumes after PAUSED", resumed is not None and resumed[1] == 1
+          and resumed[0] < MARGIN_MS, f"({resumed})")
+    check("the packet sent while PAUSED is counted as discarded",
+          src.get_property("stats").get_uint64("discarded")[1] == 1,
+          src.get_property("stats").to_string())
+    src.set_property("batch-size", 1000)
 
     # Stop with one packet waiting in a batch (timeout 5 s) and no traffic.
     livenet.replay(tx_ns, one, "--topspeed")
-    while src.get_property("stats").get_uint64("received")[1] < 7:
+    while src.get_property("stats").get_uint64("received")[1] < 10:
         livenet.wait_bus(pipeline, Gst, lambda m: False, 0.02)
     start = time.monotonic()
     pipeline.set_state(Gst.State.NULL)
@@ -125,7 +157,7 @@ def main(tx_ns, args):
     check("stops at once with no traffic", stop_s < 1, f"({stop_s * 1000:.1f} ms)")
     stats = src.get_property("stats")
     check("an unfinished batch is counted as discarded",
-          stats.get_uint64("discarded")[1] == 1 and stats.get_uint64("packets")[1] == 6,
+          stats.get_uint64("discarded")[1] == 2 and stats.get_uint64("packets")[1] == 8,
           stats.to_string())
 
     # Errors say what is wrong and what to do.
