@@ -35,8 +35,10 @@
  * misreport performance).
  *
  * Latency: the element adds to the LATENCY query the p99 of its measured
- * batches in the current mode (a conservative 2 ms until 16 batches ran in
- * it) and posts a LATENCY message when mode changes or is first measured.
+ * batches in the current mode (a conservative 2 ms until 128 batches ran in
+ * it) and posts a LATENCY message when mode changes, when a mode is first
+ * measured and when its p99 later moves by more than a quarter.  A p99 means
+ * about one batch in a hundred arrives later than announced.
  * stats holds capture-to-result latency (capture timestamp of a batch's
  * first packet to the push of its results) for live sources.
  *
@@ -89,9 +91,13 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 
 constexpr int kModeCount = 5;
 /* Processing latency reported for a mode before it has run this many
- * batches; from then on its measured p99 (chain entry to result push). */
+ * batches (enough that its p99 is not just the slowest warm-up batch); from
+ * then on its measured p99 (chain entry to result push), re-announced with a
+ * LATENCY message when it drifts by more than a quarter (checked every
+ * kLatencyRecheckBatches batches). */
 constexpr GstClockTime kDefaultProcessingLatency = 2 * GST_MSECOND;
-constexpr guint64 kLatencyMeasuredBatches = 16;
+constexpr guint64 kLatencyMeasuredBatches = 128;
+constexpr guint64 kLatencyRecheckBatches = 1024;
 /* The results pool is this many times pool-size: 128-byte records for
  * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
 constexpr size_t kResultsPoolFactor = 4;
@@ -179,6 +185,7 @@ struct GppProcStats
   LatencyWindow latency;        /* chain entry to result push, ns, all modes */
   LatencyWindow mode_latency[kModeCount];
   guint64 mode_batches[kModeCount] = {};
+  guint64 announced_latency[kModeCount] = {}; /* p99 last posted in a LATENCY message */
   LatencyWindow capture_latency; /* first packet's capture to result push, wall clock */
 
   void reset ()
@@ -192,6 +199,7 @@ struct GppProcStats
     for (int m = 0; m < kModeCount; m++) {
       mode_latency[m].clear ();
       mode_batches[m] = 0;
+      announced_latency[m] = 0;
     }
   }
 };
@@ -398,7 +406,7 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
   const guint64 latency = elapsed_ns (entry);
   const guint64 wall = std::chrono::duration_cast<std::chrono::nanoseconds> (
       std::chrono::system_clock::now ().time_since_epoch ()).count ();
-  bool measured;
+  bool measured = false;
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);
     self->stats->batches++;
@@ -407,7 +415,16 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
     self->stats->malformed += malformed;
     self->stats->latency.add (latency);
     self->stats->mode_latency[static_cast<int> (mode)].add (latency);
-    measured = ++self->stats->mode_batches[static_cast<int> (mode)] == kLatencyMeasuredBatches;
+    const int m = static_cast<int> (mode);
+    const guint64 n = ++self->stats->mode_batches[m];
+    if (n == kLatencyMeasuredBatches ||
+        (n > kLatencyMeasuredBatches && n % kLatencyRecheckBatches == 0)) {
+      const guint64 p99 = self->stats->mode_latency[m].percentile (99);
+      const guint64 was = self->stats->announced_latency[m];
+      measured = n == kLatencyMeasuredBatches || p99 > was + was / 4 || p99 < was - was / 4;
+      if (measured)
+        self->stats->announced_latency[m] = p99;
+    }
     if (capture_ns)
       self->stats->capture_latency.add (wall > capture_ns ? wall - capture_ns : 0);
   }
