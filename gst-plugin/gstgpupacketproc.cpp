@@ -150,6 +150,9 @@ struct GppProcState
   std::string no_pool_reason;                /* why there is no pinned pool */
   std::unique_ptr<gpp::GpuEngine> gpu;
   gpp::GpuSettings gpu_settings;             /* that gpu was made with */
+  /* Whether upstream is live (asked once, streaming thread): capture-to-
+   * result latency means something only then (a file's timestamps are old). */
+  int upstream_live = -1;
 
   /* The ordered output queue, shared by the chain and the src pad task. */
   std::mutex lock;
@@ -810,7 +813,7 @@ gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
   for (uint32_t i = 0; i < count; i++)
     bytes += descs[i].caplen;
   gst_gpu_packet_proc_account (self, gpp::Mode::Cpu, records, count, bytes, entry,
-      first_capture_ns (in.data));
+      self->state->upstream_live ? first_capture_ns (in.data) : 0);
   gst_buffer_unmap (results, &out);
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
@@ -835,7 +838,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   const GppPacketDesc *descs = gpp_batch_descs (in.data);
   for (uint32_t i = 0; i < item.count; i++)
     item.bytes += descs[i].caplen;
-  item.first_capture_ns = first_capture_ns (in.data);
+  item.first_capture_ns = st->upstream_live ? first_capture_ns (in.data) : 0;
 
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */
@@ -933,6 +936,15 @@ gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
   const auto entry = std::chrono::steady_clock::now ();
   GstMapInfo in;
   char why[256];
+
+  if (st->upstream_live < 0) {
+    GstQuery *query = gst_query_new_latency ();
+    gboolean live = FALSE;
+    if (gst_pad_peer_query (self->sinkpad, query))
+      gst_query_parse_latency (query, &live, NULL, NULL);
+    gst_query_unref (query);
+    st->upstream_live = live;
+  }
 
   {
     std::lock_guard<std::mutex> lock (st->lock);
@@ -1502,7 +1514,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "batches) overall and as MODE-latency-p50/p99/p999-ns with MODE-batches "
           "for each mode used; capture-latency-p50/p99/p999/max-ns (capture "
           "timestamp of each batch's first packet to its result push, wall clock, "
-          "last 4096 batches: meaningful for live sources only); "
+          "last 4096 batches; recorded only when upstream answers the LATENCY query as live, 0 otherwise); "
           "batches-in-flight, max-batches-in-flight; "
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
