@@ -104,7 +104,6 @@ struct GstPcapSrcState
   guint64 first_arrival = 0;    /* monotonic ns when its first packet was read: bounds the
                                  * deadline if the wall clock steps back */
   std::chrono::steady_clock::time_point next_message;
-  std::chrono::steady_clock::time_point next_kernel_stats; /* pcap_stats refresh */
 
   ~GstPcapSrcState ()
   {
@@ -152,7 +151,6 @@ struct _GstPcapSrc
 
   int wakeup_fd;                /* eventfd: unlock () or a settings change ends a wait */
   gint unlocking;               /* atomic: unlock () until unlock_stop () */
-  gint settings_changed;        /* atomic: batch-size, batch-timeout or stats-interval set */
 
   /* streaming state, owned by the streaming thread between start and stop */
   GstPcapSrcState *state;
@@ -405,8 +403,7 @@ gst_pcap_src_read_kernel_stats_locked (GstPcapSrcStats * s)
     s->kernel = ps;
 }
 
-static void gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *,
-    const u_char *);
+static guint64 gst_pcap_src_drain_queue (GstPcapSrcState * st);
 
 static gboolean
 gst_pcap_src_stop (GstBaseSrc * base)
@@ -421,11 +418,7 @@ gst_pcap_src_stop (GstBaseSrc * base)
     /* What the kernel still queues was received but will never be pushed:
      * count it with the unfinished batch, so received = packets + dropped +
      * discarded holds after a stop. */
-    guint64 queued = 0;
-    if (st->live && st->pcap)
-      while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
-              reinterpret_cast<u_char *> (&queued)) > 0) {
-      }
+    const guint64 queued = st->live && st->pcap ? gst_pcap_src_drain_queue (st) : 0;
     self->stats->discarded += st->builder.packet_count () + queued;
     if (st->builder.packet_count () || queued)
       GST_INFO_OBJECT (self, "stopped with %u packets in an unfinished batch and %"
@@ -617,21 +610,6 @@ gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
   return std::chrono::duration_cast<std::chrono::nanoseconds> (st->next_message - now).count ();
 }
 
-/* How often the streaming thread refreshes the kernel's counters. */
-constexpr auto kKernelStatsPeriod = std::chrono::milliseconds (20);
-
-static void
-gst_pcap_src_maybe_read_kernel_stats (GstPcapSrc * self)
-{
-  GstPcapSrcState *st = self->state;
-  const auto now = std::chrono::steady_clock::now ();
-  if (now < st->next_kernel_stats)
-    return;
-  st->next_kernel_stats = now + kKernelStatsPeriod;
-  std::lock_guard<std::mutex> guard (self->stats->lock);
-  gst_pcap_src_read_kernel_stats_locked (self->stats);
-}
-
 /* Nanoseconds until the live batch is due (0: due now): batch-timeout after
  * its first packet's capture, and never later than batch-timeout after that
  * packet was read, whatever the wall clock does meanwhile. */
@@ -674,7 +652,6 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
     if (st->builder.packet_count () >= batch_size)
       break;
     const guint64 message_in = (guint64) gst_pcap_src_maybe_post_stats (self);
-    gst_pcap_src_maybe_read_kernel_stats (self);
     const int want = (int) MIN (batch_size - st->builder.packet_count (), LIVE_DISPATCH_CHUNK);
     const int n = pcap_dispatch (st->pcap, want, gst_pcap_src_add_live_packet,
         reinterpret_cast<u_char *> (st));
@@ -697,9 +674,7 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
 
     /* Nothing ready: wait for packets, the batch deadline, the next stats
      * message or unlock (), whichever comes first. */
-    /* Never longer than the kernel-counter period, so stats stay fresh. */
-    guint64 wait_ns = MIN (message_in,
-        (guint64) std::chrono::duration_cast<std::chrono::nanoseconds> (kKernelStatsPeriod).count ());
+    guint64 wait_ns = message_in;   /* (guint64) -1: no message due */
     if (st->builder.packet_count ()) {
       const guint64 due_in = gst_pcap_src_batch_due_in (st, timeout_ns);
       if (due_in == 0)
@@ -711,7 +686,7 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
       {pcap_get_selectable_fd (st->pcap), POLLIN, 0},
       {self->wakeup_fd, POLLIN, 0},
     };
-    const int rc = ppoll (fds, 2, &ts, NULL);
+    const int rc = ppoll (fds, 2, wait_ns == (guint64) - 1 ? NULL : &ts, NULL);
     if (rc < 0 && errno != EINTR) {
       GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Waiting for packets failed: %s",
               g_strerror (errno)), ("ppoll"));
@@ -720,8 +695,8 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
     if (fds[1].revents) {
       if (g_atomic_int_get (&self->unlocking))
         return GST_FLOW_FLUSHING;   /* unlock_stop () drains the eventfd */
-      /* A setting changed while waiting: apply it to this batch now. */
-      g_atomic_int_set (&self->settings_changed, 0);
+      /* Woken by a setting change or by PLAYING→PAUSED: loop again; its top
+       * re-reads the settings and notices the pause. */
       gst_pcap_src_drain_wakeups (self);
     }
   }
@@ -754,6 +729,18 @@ gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *, const u_ch
   (*reinterpret_cast<guint64 *> (user))++;
 }
 
+/* Reads and drops what the kernel has queued (the handle is non-blocking);
+ * returns how many packets that was. */
+static guint64
+gst_pcap_src_drain_queue (GstPcapSrcState * st)
+{
+  guint64 queued = 0;
+  while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
+          reinterpret_cast<u_char *> (&queued)) > 0) {
+  }
+  return queued;
+}
+
 /* Back in PLAYING: the batch begun before the pause and what the kernel
  * queued meanwhile are dropped (counted as discarded), as a camera does not
  * deliver what it saw while paused, and so no batch carries a stale time. */
@@ -765,11 +752,7 @@ gst_pcap_src_discard_pending (GstPcapSrc * self)
   st->packets_read -= st->builder.packet_count ();
   st->builder.reset (st->linktype);
   st->builder_bytes = 0;
-  guint64 queued = 0;
-  while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
-          reinterpret_cast<u_char *> (&queued)) > 0) {
-  }
-  dropped += queued;
+  dropped += gst_pcap_src_drain_queue (st);
   if (dropped)
     GST_INFO_OBJECT (self, "dropped %" G_GUINT64_FORMAT " packets captured while not playing",
         dropped);
@@ -874,7 +857,6 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
   GST_OBJECT_UNLOCK (self);
   if (wake) {
     /* A create () waiting for packets picks the new value up now. */
-    g_atomic_int_set (&self->settings_changed, 1);
     gst_pcap_src_wake (self);
   }
 
@@ -963,7 +945,6 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
   GstPcapSrc *self = GST_PCAP_SRC (element);
   if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED &&
       gst_base_src_is_live (GST_BASE_SRC (element))) {
-    g_atomic_int_set (&self->settings_changed, 1);
     gst_pcap_src_wake (self);
   }
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
