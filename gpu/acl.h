@@ -126,103 +126,124 @@ struct AclView {
         entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)) {}
 };
 
-// IPv4 search: addresses and masks as 32-bit words.
-GPP_ACL_HD inline uint32_t acl_classify_v4(const AclView &v, const GppResult &r, uint16_t sport,
-                                           uint16_t dport) {
-  const uint32_t src = acl_load_be32(r.src), dst = acl_load_be32(r.dst);
-  uint32_t best = kAclNoRule;
-  for (uint32_t t = 0; t < v.h->tuple_count; ++t) {
-    const AclTuple tuple = v.tuples[t];
-    if (tuple.min_rule >= best) break; // no later tuple holds an earlier rule
-    if (tuple.ip_version != 4) continue;
-    const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
-    for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
-      const AclSlot &slot = v.slots[tuple.slot_offset + i];
-      if (slot.count == 0) break;
-      if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
-      for (uint32_t e = 0; e < slot.count; ++e) {
-        const uint32_t idx = v.entries[slot.first + e];
-        if (idx >= best) break;
-        const AclRule &rule = v.rules[idx];
-        if (!acl_ports_match(rule, sport, dport, r.l4_proto)) continue;
-        // The exact prefixes, finer than the tuple's.
-        if ((src & acl_mask32(rule.src_len)) != acl_load_be32(rule.src) ||
-            (dst & acl_mask32(rule.dst_len)) != acl_load_be32(rule.dst))
-          continue;
-        best = idx;
-        break;
-      }
-      break; // one slot per key
-    }
-  }
-  return best;
-}
+// What a packet offers the rules besides its addresses.  Packets without
+// ports (ICMP, non-first fragments) match with ports 0.
+struct AclPorts {
+  uint16_t sport, dport;
+  uint8_t proto;
+};
 
-GPP_ACL_HD inline uint32_t acl_classify_v6(const AclView &v, const GppResult &r, uint16_t sport,
-                                           uint16_t dport) {
-  constexpr int addr_len = 16;
-  uint32_t best = kAclNoRule;
-  for (uint32_t t = 0; t < v.h->tuple_count; ++t) {
-    const AclTuple tuple = v.tuples[t];
-    if (tuple.min_rule >= best) break; // no later tuple holds an earlier rule
-    if (tuple.ip_version != 6) continue;
-    uint8_t src[16], dst[16];
-    acl_mask(r.src, tuple.src_len, addr_len, src);
-    acl_mask(r.dst, tuple.dst_len, addr_len, dst);
-    for (uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
-      const AclSlot &slot = v.slots[tuple.slot_offset + i];
-      if (slot.count == 0) break;
-      bool same = true;
-      for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
-      if (!same) continue;
-      for (uint32_t e = 0; e < slot.count; ++e) {
-        const uint32_t idx = v.entries[slot.first + e];
-        if (idx >= best) break;
-        const AclRule &rule = v.rules[idx];
-        if (!acl_ports_match(rule, sport, dport, r.l4_proto)) continue;
-        bool inside = true; // the exact prefixes, finer than the tuple's
-        if (rule.src_len != tuple.src_len || rule.dst_len != tuple.dst_len) {
-          uint8_t a[16], b[16];
-          acl_mask(r.src, rule.src_len, addr_len, a);
-          acl_mask(r.dst, rule.dst_len, addr_len, b);
-          for (int k = 0; k < addr_len && inside; ++k)
-            inside = a[k] == rule.src[k] && b[k] == rule.dst[k];
-        }
-        if (inside) {
-          best = idx;
-          break;
-        }
-      }
-      break; // one slot per key
-    }
-  }
-  return best;
-}
-
-// First matching rule index for a parsed packet, or kAclNoRule.  Non-IP
-// packets match nothing; packets without ports (ICMP, non-first fragments)
-// match with ports 0.
-GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
-  if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) return kAclNoRule;
-  const AclView v(blob);
+GPP_ACL_HD inline AclPorts acl_ports(const GppResult &r) {
   const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
-  const uint16_t sport = has_ports ? r.sport : 0;
-  const uint16_t dport = has_ports ? r.dport : 0;
-  return r.ip_version == 4 ? acl_classify_v4(v, r, sport, dport)
-                           : acl_classify_v6(v, r, sport, dport);
+  return {static_cast<uint16_t>(has_ports ? r.sport : 0),
+          static_cast<uint16_t>(has_ports ? r.dport : 0), r.l4_proto};
 }
 
-// Fills the ACL fields of a parsed record; `default_action` for no match.
-GPP_ACL_HD inline void acl_apply(const uint8_t *blob, uint8_t default_action, GppResult &r) {
-  const auto *h = reinterpret_cast<const AclBlobHeader *>(blob);
-  const uint32_t rule = acl_classify(blob, r);
+// Non-IP packets match nothing.
+GPP_ACL_HD inline bool acl_classifiable(const GppResult &r) {
+  return (r.ip_flags & GPP_IP_HEADER_PARSED) != 0;
+}
+
+// One tuple's part of a search, IPv4: addresses and masks as 32-bit words.
+// Returns the first (smallest) rule of the tuple below `bound` that admits
+// the packet, or `bound`.
+GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple, uint32_t src,
+                                        uint32_t dst, const AclPorts &q, uint32_t bound) {
+  const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
+  for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+    const AclSlot &slot = v.slots[tuple.slot_offset + i];
+    if (slot.count == 0) return bound;
+    if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
+    for (uint32_t e = 0; e < slot.count; ++e) { // ascending rule indices
+      const uint32_t idx = v.entries[slot.first + e];
+      if (idx >= bound) return bound;
+      const AclRule &rule = v.rules[idx];
+      if (!acl_ports_match(rule, q.sport, q.dport, q.proto)) continue;
+      // The exact prefixes, finer than the tuple's.
+      if ((src & acl_mask32(rule.src_len)) != acl_load_be32(rule.src) ||
+          (dst & acl_mask32(rule.dst_len)) != acl_load_be32(rule.dst))
+        continue;
+      return idx;
+    }
+    return bound; // one slot per key
+  }
+}
+
+GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
+                                        const uint8_t *addr_src, const uint8_t *addr_dst,
+                                        const AclPorts &q, uint32_t bound) {
+  constexpr int addr_len = 16;
+  uint8_t src[16], dst[16];
+  acl_mask(addr_src, tuple.src_len, addr_len, src);
+  acl_mask(addr_dst, tuple.dst_len, addr_len, dst);
+  for (uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+    const AclSlot &slot = v.slots[tuple.slot_offset + i];
+    if (slot.count == 0) return bound;
+    bool same = true;
+    for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
+    if (!same) continue;
+    for (uint32_t e = 0; e < slot.count; ++e) { // ascending rule indices
+      const uint32_t idx = v.entries[slot.first + e];
+      if (idx >= bound) return bound;
+      const AclRule &rule = v.rules[idx];
+      if (!acl_ports_match(rule, q.sport, q.dport, q.proto)) continue;
+      bool inside = true; // the exact prefixes, finer than the tuple's
+      if (rule.src_len != tuple.src_len || rule.dst_len != tuple.dst_len) {
+        uint8_t a[16], b[16];
+        acl_mask(addr_src, rule.src_len, addr_len, a);
+        acl_mask(addr_dst, rule.dst_len, addr_len, b);
+        for (int k = 0; k < addr_len && inside; ++k)
+          inside = a[k] == rule.src[k] && b[k] == rule.dst[k];
+      }
+      if (inside) return idx;
+    }
+    return bound; // one slot per key
+  }
+}
+
+// Tuple `t`'s part of the search for a classifiable packet.  The first match
+// is the smallest matching rule index over all tuples, so the probes of one
+// packet may run in any order, or at once on many GPU threads, and combine
+// with min (acl_block.cuh does).
+GPP_ACL_HD inline uint32_t acl_probe(const AclView &v, uint32_t t, const GppResult &r,
+                                     const AclPorts &q, uint32_t bound) {
+  const AclTuple tuple = v.tuples[t];
+  if (tuple.min_rule >= bound || tuple.ip_version != r.ip_version) return bound;
+  return r.ip_version == 4
+             ? acl_probe_v4(v, tuple, acl_load_be32(r.src), acl_load_be32(r.dst), q, bound)
+             : acl_probe_v6(v, tuple, r.src, r.dst, q, bound);
+}
+
+// First matching rule index for a parsed packet, or kAclNoRule.  Tuples are
+// visited in order of their smallest rule, so the search stops at the first
+// tuple that cannot hold an earlier match.
+GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
+  if (!acl_classifiable(r)) return kAclNoRule;
+  const AclView v(blob);
+  const AclPorts q = acl_ports(r);
+  uint32_t best = kAclNoRule;
+  for (uint32_t t = 0; t < v.h->tuple_count && v.tuples[t].min_rule < best; ++t)
+    best = acl_probe(v, t, r, q, best);
+  return best;
+}
+
+// Sets the ACL fields of a record from its first matching rule (kAclNoRule:
+// `default_action`).
+GPP_ACL_HD inline void acl_set_result(const uint8_t *blob, uint32_t rule, uint8_t default_action,
+                                      GppResult &r) {
   if (rule == kAclNoRule) {
     r.acl_rule = -1;
     r.acl_action = default_action;
   } else {
+    const auto *h = reinterpret_cast<const AclBlobHeader *>(blob);
     r.acl_rule = static_cast<int32_t>(rule);
     r.acl_action = reinterpret_cast<const AclRule *>(blob + h->rules_offset)[rule].action;
   }
+}
+
+// Fills the ACL fields of a parsed record; `default_action` for no match.
+GPP_ACL_HD inline void acl_apply(const uint8_t *blob, uint8_t default_action, GppResult &r) {
+  acl_set_result(blob, acl_classify(blob, r), default_action, r);
 }
 
 } // namespace gpp

@@ -644,11 +644,17 @@ GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, 
 
 } // namespace detail
 
+// Who runs the ACL stage of a packet: process_packet() itself, or (GPU
+// kernels) the whole block afterwards, with acl_apply_block() (acl_block.cuh),
+// which gives the same fields.
+enum class AclStage { kInline, kDeferred };
+
 // Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
 GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
                                            uint32_t wirelen, uint32_t linktype,
                                            uint64_t packet_number, uint64_t timestamp_ns,
-                                           const CoreConfig &cfg, GppResult &r) {
+                                           const CoreConfig &cfg, GppResult &r,
+                                           AclStage acl_stage = AclStage::kInline) {
   // Value-initialised, not zeroed through another type: kernels keep the
   // record in registers, where a type-punned clear is invisible to the
   // optimiser (it then saw the ACL stage read fields never written).
@@ -661,7 +667,7 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
   r.dpi_pattern = -1;
   detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r);
   r.rss_hash = detail::rss_hash(cfg, r);
-  if (cfg.acl) acl_apply(cfg.acl, cfg.acl_default_action, r);
+  if (cfg.acl && acl_stage == AclStage::kInline) acl_apply(cfg.acl, cfg.acl_default_action, r);
   if (cfg.dpi) {
     r.dpi_scanned = 1;
     if (r.payload_length > 0) dpi_scan(cfg.dpi, bytes + r.payload_offset, r.payload_length, r);

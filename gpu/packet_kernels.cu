@@ -2,13 +2,19 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "acl_block.cuh"
+
 namespace gpp {
 namespace {
 
 constexpr int kThreadsPerBlock = 128;
+// With an ACL, a block takes fewer packets than it has threads: one warp
+// parses them, then all four share their ACL probes (acl_block.cuh).  The
+// number of parsing warps per batch stays what it is without an ACL.
+constexpr int kAclPacketsPerBlock = 32;
 
 __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
-                                            GppResult &out) {
+                                            GppResult &out, AclStage acl_stage) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
   const GppPacketDesc d = descs[i];
@@ -16,36 +22,54 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
   // store it once, rather than read-modify-write memory at every step.
   GppResult r;
   process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
-                 d.timestamp_ns, cfg, r);
+                 d.timestamp_ns, cfg, r, acl_stage);
   out = r;
 }
 
-// One thread per packet: packets are independent and most are short, so this
-// keeps every lane busy without cross-thread work.
-__global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
-                                     CoreConfig cfg, GppResult *results) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < packet_count) process_one(batch, i, cfg, results[i]);
+__host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg) {
+  return cfg.acl ? kAclPacketsPerBlock : kThreadsPerBlock;
 }
 
-// Zero-copy variant: records are built in shared memory and leave in 16-byte
-// stores, so PCIe sees full-line writes instead of field-sized ones.
-__global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
-                                              CoreConfig cfg, GppResult *results) {
+// Records are built in shared memory, get the block-wide ACL stage, and leave
+// in 16-byte stores (over PCIe in zero-copy mode: full-line writes instead of
+// field-sized ones).
+__device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint32_t packet_count,
+                                                     const CoreConfig &cfg, GppResult *results) {
   __shared__ GppResult records[kThreadsPerBlock];
-  const uint32_t first = blockIdx.x * blockDim.x;
-  const uint32_t i = first + threadIdx.x;
-  if (i < packet_count) process_one(batch, i, cfg, records[threadIdx.x]);
+  __shared__ uint32_t acl_best[kThreadsPerBlock];
+  const uint32_t first = blockIdx.x * packets_per_block(cfg);
+  const uint32_t n = min(packets_per_block(cfg), packet_count - first);
+  if (threadIdx.x < n)
+    process_one(batch, first + threadIdx.x, cfg, records[threadIdx.x], AclStage::kDeferred);
   __syncthreads();
-  const uint32_t in_block = min(static_cast<uint32_t>(blockDim.x), packet_count - first);
-  const uint32_t words = in_block * sizeof(GppResult) / sizeof(uint4);
+  if (cfg.acl) acl_apply_block(cfg.acl, cfg.acl_default_action, records, n, acl_best);
+  const uint32_t words = n * sizeof(GppResult) / sizeof(uint4);
   const auto *src = reinterpret_cast<const uint4 *>(records);
   auto *dst = reinterpret_cast<uint4 *>(results + first);
   for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) dst[w] = src[w];
 }
 
-unsigned blocks_for(uint32_t packet_count) {
-  return (packet_count + kThreadsPerBlock - 1) / kThreadsPerBlock;
+// One thread per packet: packets are independent and most are short, so this
+// keeps every lane busy without cross-thread work.  Only the ACL stage is
+// shared by the block.
+__global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
+                                     CoreConfig cfg, GppResult *results) {
+  if (cfg.acl) {
+    process_block_staged(batch, packet_count, cfg, results);
+    return;
+  }
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < packet_count) process_one(batch, i, cfg, results[i], AclStage::kInline);
+}
+
+// Zero-copy: the batch and the results are in mapped host memory.
+__global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
+                                              CoreConfig cfg, GppResult *results) {
+  process_block_staged(batch, packet_count, cfg, results);
+}
+
+unsigned blocks_for(uint32_t packet_count, const CoreConfig &cfg) {
+  return (packet_count + packets_per_block(cfg) - 1) / packets_per_block(cfg);
 }
 
 } // namespace
@@ -54,7 +78,7 @@ cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
                                  const CoreConfig &cfg, GppResult *results,
                                  cudaStream_t stream) {
   if (packet_count == 0) return cudaSuccess;
-  process_batch_kernel<<<blocks_for(packet_count), kThreadsPerBlock, 0, stream>>>(
+  process_batch_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
       batch, packet_count, cfg, results);
   return cudaGetLastError();
 }
@@ -63,7 +87,7 @@ cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t pa
                                           const CoreConfig &cfg, GppResult *host_results,
                                           cudaStream_t stream) {
   if (packet_count == 0) return cudaSuccess;
-  process_batch_zerocopy_kernel<<<blocks_for(packet_count), kThreadsPerBlock, 0, stream>>>(
+  process_batch_zerocopy_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
       host_batch, packet_count, cfg, host_results);
   return cudaGetLastError();
 }
@@ -89,7 +113,7 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
   args->params[3] = &args->results;
   *node = cudaKernelNodeParams{};
   node->func = reinterpret_cast<void *>(process_batch_kernel);
-  node->gridDim = dim3(blocks_for(args->packet_count > 0 ? args->packet_count : 1));
+  node->gridDim = dim3(blocks_for(args->packet_count > 0 ? args->packet_count : 1, args->cfg));
   node->blockDim = dim3(kThreadsPerBlock);
   node->sharedMemBytes = 0;
   node->kernelParams = args->params;

@@ -4,6 +4,8 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "acl_block.cuh"
+
 namespace gpp {
 namespace {
 
@@ -163,6 +165,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
   __shared__ Job job;
   __shared__ GppPacketDesc descs[kPersistentThreads];
   __shared__ GppResult records[kPersistentThreads];
+  __shared__ uint32_t acl_best[kPersistentThreads];
   __shared__ unsigned span_lo, span_hi;
   extern __shared__ uint4 dynamic_shared[]; // kSharedStageBytes
   uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
@@ -236,10 +239,12 @@ __global__ void __launch_bounds__(kPersistentThreads)
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
         process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
-                       d.packet_number, d.timestamp_ns, launch.cfg, r);
+                       d.packet_number, d.timestamp_ns, launch.cfg, r, AclStage::kDeferred);
         records[tid] = r;
       }
       __syncthreads();
+      if (launch.cfg.acl)
+        acl_apply_block(launch.cfg.acl, launch.cfg.acl_default_action, records, n, acl_best);
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
       const unsigned words = n * sizeof(GppResult) / sizeof(uint4);
       const auto *rsrc = reinterpret_cast<const uint4 *>(records);
