@@ -479,6 +479,21 @@ GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *inpu
   return result;
 }
 
+// The Toeplitz contribution of one big-endian input word at byte `offset`
+// (at most kRssKeySize - 8): key bits [8 * offset, 8 * offset + 64) hold every
+// 32-bit window its bits select, so the 32 terms are independent.  Equals
+// toeplitz() over the same bytes.
+GPP_HOST_DEVICE inline uint32_t toeplitz_word(const uint8_t *key, int offset, uint32_t word) {
+  const uint64_t k = (static_cast<uint64_t>(load_be32(key + offset)) << 32) | load_be32(key + offset + 4);
+  uint32_t result = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int bit = 0; bit < 32; ++bit) // input bit `bit` (from the top) selects key bits from 8 * offset + bit
+    result ^= static_cast<uint32_t>(k >> (32 - bit)) & (0u - ((word >> (31 - bit)) & 1u));
+  return result;
+}
+
 // Lexicographic comparison of (address, port) pairs for symmetric hashing.
 GPP_HOST_DEVICE inline bool endpoint_greater(const uint8_t *a, uint16_t a_port, const uint8_t *b,
                                              uint16_t b_port, int addr_len) {
@@ -508,17 +523,17 @@ GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult 
     sport = dport;
     dport = tp;
   }
-  uint8_t input[36];
-  copy_bytes(input, src, addr_len);
-  copy_bytes(input + addr_len, dst, addr_len);
-  int len = 2 * addr_len;
-  if (with_ports) {
-    input[len++] = static_cast<uint8_t>(sport >> 8);
-    input[len++] = static_cast<uint8_t>(sport);
-    input[len++] = static_cast<uint8_t>(dport >> 8);
-    input[len++] = static_cast<uint8_t>(dport);
+  // Input: source address, destination address, then the ports, taken as
+  // big-endian words straight from the record (no byte buffer to assemble).
+  const int words = addr_len / 4;
+  uint32_t hash = 0;
+  for (int w = 0; w < words; ++w) {
+    hash ^= toeplitz_word(cfg.rss_key, 4 * w, load_be32(src + 4 * w));
+    hash ^= toeplitz_word(cfg.rss_key, addr_len + 4 * w, load_be32(dst + 4 * w));
   }
-  return toeplitz(cfg.rss_key, input, len);
+  if (with_ports)
+    hash ^= toeplitz_word(cfg.rss_key, 2 * addr_len, (uint32_t(sport) << 16) | dport);
+  return hash;
 }
 
 // Address family values of BSD / Linux loopback captures.

@@ -4,6 +4,8 @@
 // meson) or the GPP_SHARED_DATA_DIR environment variable.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -174,6 +176,25 @@ TEST(RssVectors, ToeplitzWithOtherKeyMatchesReference) {
         << describe(v);
   }
   EXPECT_EQ(0u, gpp::detail::toeplitz(kOtherKey, Bytes(36, 0).data(), 36));
+}
+
+// rss_hash() XORs per-word contributions; the sum over the words of any
+// input must equal the byte-wise hash, for every key offset a word can take.
+TEST(RssVectors, ToeplitzWordsSumToTheByteHash) {
+  std::mt19937 rng(36);
+  for (const uint8_t *key : {gpp::kDefaultRssKey, kOtherKey}) {
+    for (int trial = 0; trial < 2000; ++trial) {
+      const int words = 1 + static_cast<int>(rng() % 9); // up to 36 bytes
+      Bytes in(4 * words);
+      uint32_t by_words = 0;
+      for (int w = 0; w < words; ++w) {
+        const uint32_t word = trial < 64 ? uint32_t{1} << (trial % 32) : static_cast<uint32_t>(rng());
+        for (int b = 0; b < 4; ++b) in[4 * w + b] = static_cast<uint8_t>(word >> (24 - 8 * b));
+        by_words ^= gpp::detail::toeplitz_word(key, 4 * w, word);
+      }
+      ASSERT_EQ(reference_toeplitz(key, gpp::kRssKeySize, in), by_words) << words << " words";
+    }
+  }
 }
 
 TEST(RssVectors, TcpPacketsHashAddressesAndPorts) {
