@@ -3,13 +3,16 @@
 // and on generated hostile traffic, at several batch sizes and settings.
 // Exits 77 (skipped) when no CUDA device is usable.
 #include <cuda_runtime_api.h>
+#include <arpa/inet.h>
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -156,6 +159,55 @@ size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &c
   return mismatches;
 }
 
+// Rules drawn from the traffic itself, IPv4 and IPv6, so the IPv6 path of
+// the ACL (no ClassBench file has IPv6 rules) gets real hits: every 37th
+// parsed IPv4 packet and every 5th IPv6 one yield a rule around its
+// addresses (random prefix lengths) and ports (exact, a range or any), in
+// random order with random actions.
+std::string rules_from_traffic(const std::vector<Capture> &captures) {
+  std::mt19937 rng(2026);
+  std::vector<std::string> lines;
+  gpp::CoreConfig cfg = make_config(false, false);
+  gpp::BatchBuilder builder;
+  size_t seen = 0;
+  for (const Capture &cap : captures) {
+    builder.reset(cap.linktype);
+    for (size_t i = 0; i < cap.packets.size(); ++i)
+      builder.add(cap.packets[i].bytes.data(), static_cast<uint32_t>(cap.packets[i].bytes.size()),
+                  cap.packets[i].wirelen, 0, i + 1);
+    const std::vector<uint8_t> batch = builder.finish();
+    std::vector<GppResult> records(builder.packet_count());
+    gpp::process_batch_range(batch.data(), cfg, records.data(), 0, builder.packet_count());
+    for (const GppResult &r : records) {
+      if (!(r.ip_flags & GPP_IP_HEADER_PARSED)) continue;
+      const bool v6 = r.ip_version == 6;
+      if (seen++ % (v6 ? 5 : 37)) continue;
+      char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+      inet_ntop(v6 ? AF_INET6 : AF_INET, r.src, src, sizeof src);
+      inet_ntop(v6 ? AF_INET6 : AF_INET, r.dst, dst, sizeof dst);
+      // Mostly long prefixes (a hit means something), some short ones.
+      const unsigned bits = v6 ? 128 : 32;
+      auto prefix = [&] { return rng() % 8 ? bits / 2 + rng() % (bits / 2 + 1) : rng() % (bits + 1); };
+      auto ports = [&](uint16_t p) {
+        const unsigned kind = rng() % 3;
+        const unsigned lo = kind == 0 ? p : kind == 1 ? p / 2 : 0;
+        const unsigned hi = kind == 0 ? p : kind == 1 ? std::min(65535u, p * 2u) : 65535u;
+        return std::to_string(lo) + " : " + std::to_string(hi);
+      };
+      std::ostringstream line;
+      line << "@" << src << "/" << prefix() << "\t" << dst << "/" << prefix() << "\t"
+           << ports(r.sport) << "\t" << ports(r.dport) << "\t"
+           << (rng() % 2 ? std::to_string(r.l4_proto) + "/0xff" : std::string("0/0"))
+           << (rng() % 2 ? " allow" : " drop");
+      lines.push_back(line.str());
+    }
+  }
+  std::shuffle(lines.begin(), lines.end(), rng);
+  std::string text;
+  for (const std::string &l : lines) text += l + "\n";
+  return text;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -173,9 +225,9 @@ int main(int argc, char **argv) {
   const std::vector<uint32_t> batch_sizes =
       quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
   // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules),
-  // 8 DPI (ET Open scan rules).
+  // 8 DPI (ET Open scan rules), 16 ACL from the traffic (IPv4 and IPv6; over 4).
   const std::vector<int> variants =
-      quick ? std::vector<int>{0, 15} : std::vector<int>{0, 1, 2, 3, 4, 8, 15};
+      quick ? std::vector<int>{0, 15, 16} : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27};
   std::string acl_error;
   const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
   auto acl = gpp::load_acl_rules(acl_path, &acl_error);
@@ -222,6 +274,23 @@ int main(int argc, char **argv) {
     captures.push_back(std::move(gen));
   }
 
+  auto traffic_acl = gpp::parse_acl_rules(rules_from_traffic(captures), "rules from traffic",
+                                         &acl_error);
+  if (!traffic_acl) {
+    std::fprintf(stderr, "%s\n", acl_error.c_str());
+    return 1;
+  }
+  size_t v6_rules = 0;
+  for (const auto &rule : traffic_acl->rules) v6_rules += rule.ip_version == 6;
+  std::printf("rules from traffic: %zu (%zu IPv6)\n", traffic_acl->rules.size(), v6_rules);
+  if (v6_rules == 0) {
+    std::fprintf(stderr, "no IPv6 rules came from the traffic\n");
+    return 1;
+  }
+  DeviceBuffer<uint8_t> d_traffic_acl(traffic_acl->blob.size());
+  CUDA_CHECK(cudaMemcpy(d_traffic_acl.ptr, traffic_acl->blob.data(), traffic_acl->blob.size(),
+                        cudaMemcpyHostToDevice));
+
   size_t packets = 0, mismatches = 0, runs = 0;
   for (const Capture &cap : captures) {
     packets += cap.packets.size();
@@ -237,6 +306,11 @@ int main(int argc, char **argv) {
         if (variant & 8) {
           cfg.dpi = dpi->blob.data();
           gpu_cfg.dpi = d_dpi.ptr;
+        }
+        if (variant & 16) {
+          cfg.acl = traffic_acl->blob.data();
+          gpu_cfg.acl = d_traffic_acl.ptr;
+          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_ALLOW;
         }
         mismatches += compare(cap, batch_size, cfg, gpu_cfg);
         ++runs;
