@@ -29,7 +29,8 @@ namespace gpp {
 constexpr uint32_t kAclNoRule = 0xffffffffu;
 constexpr uint32_t kAclBlobMagic = 0x4c434150; // "PACL"
 
-struct AclRule {
+// 16-byte aligned, so a GPU thread loads one in three 16-byte loads.
+struct alignas(16) AclRule {
   uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
   uint8_t proto, proto_mask;
   uint8_t action; // GPP_ACL_ALLOW / GPP_ACL_DROP
@@ -71,7 +72,11 @@ struct AclBlobHeader {
   uint32_t slots_offset;   // AclSlot[]
   uint32_t entries_offset; // uint32_t[] rule indices, ascending per slot
   uint64_t generation;     // unique per built rule set: engines upload each once
-  uint8_t reserved[8];
+  // AclRule[] parallel to the entries (entry_rules[i] = rules[entries[i]]):
+  // a slot's rules sit side by side, and the loads of an entry's index and
+  // of its rule do not wait on each other.
+  uint32_t entry_rules_offset;
+  uint8_t reserved[4];
 };
 
 GPP_ACL_HD inline uint32_t acl_load_be32(const uint8_t *p) {
@@ -83,10 +88,19 @@ GPP_ACL_HD inline uint32_t acl_mask32(uint8_t len) {
   return len == 0 ? 0u : len >= 32 ? 0xffffffffu : ~(0xffffffffu >> len);
 }
 
-// IPv4 keys hash as one 64-bit word (one multiply); IPv6 keys byte by byte.
+// IPv4 keys hash as one 64-bit word through the MurmurHash3 finaliser, so
+// every key bit reaches the low bits a table index takes (a bare
+// multiplicative hash left the source address's high bits out of them: with
+// masked prefixes whole tuples collided, 196-slot probe runs on 10k rules);
+// IPv6 keys byte by byte.
 GPP_ACL_HD inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
-  const uint64_t k = ((static_cast<uint64_t>(src) << 32) | dst) * 0x9e3779b97f4a7c15ull;
-  return static_cast<uint32_t>(k >> 32);
+  uint64_t k = (static_cast<uint64_t>(src) << 32) | dst;
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  k *= 0xc4ceb9fe1a85ec53ull;
+  k ^= k >> 33;
+  return static_cast<uint32_t>(k);
 }
 
 GPP_ACL_HD inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
@@ -118,12 +132,14 @@ struct AclView {
   const AclTuple *tuples;
   const AclSlot *slots;
   const uint32_t *entries;
+  const AclRule *entry_rules;
   GPP_ACL_HD explicit AclView(const uint8_t *blob)
       : h(reinterpret_cast<const AclBlobHeader *>(blob)),
         rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
         tuples(reinterpret_cast<const AclTuple *>(blob + h->tuples_offset)),
         slots(reinterpret_cast<const AclSlot *>(blob + h->slots_offset)),
-        entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)) {}
+        entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)),
+        entry_rules(reinterpret_cast<const AclRule *>(blob + h->entry_rules_offset)) {}
 };
 
 // What a packet offers the rules besides its addresses.  Packets without
@@ -154,16 +170,26 @@ GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple,
     const AclSlot &slot = v.slots[tuple.slot_offset + i];
     if (slot.count == 0) return bound;
     if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
-    for (uint32_t e = 0; e < slot.count; ++e) { // ascending rule indices
-      const uint32_t idx = v.entries[slot.first + e];
-      if (idx >= bound) return bound;
-      const AclRule &rule = v.rules[idx];
-      if (!acl_ports_match(rule, q.sport, q.dport, q.proto)) continue;
-      // The exact prefixes, finer than the tuple's.
-      if ((src & acl_mask32(rule.src_len)) != acl_load_be32(rule.src) ||
-          (dst & acl_mask32(rule.dst_len)) != acl_load_be32(rule.dst))
-        continue;
-      return idx;
+    // Ascending rule indices, a few loaded ahead: a slot may hold dozens of
+    // rules that differ only in ports, and each load is a memory round trip.
+    constexpr uint32_t kAhead = 4;
+    for (uint32_t e = 0; e < slot.count; e += kAhead) {
+      uint32_t idx[kAhead];
+      AclRule rule[kAhead];
+      for (uint32_t k = 0; k < kAhead; ++k) {
+        if (e + k >= slot.count) break;
+        idx[k] = v.entries[slot.first + e + k];
+        rule[k] = v.entry_rules[slot.first + e + k];
+      }
+      for (uint32_t k = 0; k < kAhead && e + k < slot.count; ++k) {
+        if (idx[k] >= bound) return bound;
+        if (!acl_ports_match(rule[k], q.sport, q.dport, q.proto)) continue;
+        // The exact prefixes, finer than the tuple's.
+        if ((src & acl_mask32(rule[k].src_len)) != acl_load_be32(rule[k].src) ||
+            (dst & acl_mask32(rule[k].dst_len)) != acl_load_be32(rule[k].dst))
+          continue;
+        return idx[k];
+      }
     }
     return bound; // one slot per key
   }
@@ -185,7 +211,7 @@ GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
     for (uint32_t e = 0; e < slot.count; ++e) { // ascending rule indices
       const uint32_t idx = v.entries[slot.first + e];
       if (idx >= bound) return bound;
-      const AclRule &rule = v.rules[idx];
+      const AclRule &rule = v.entry_rules[slot.first + e];
       if (!acl_ports_match(rule, q.sport, q.dport, q.proto)) continue;
       bool inside = true; // the exact prefixes, finer than the tuple's
       if (rule.src_len != tuple.src_len || rule.dst_len != tuple.dst_len) {

@@ -188,8 +188,10 @@ void build_blob(AclRuleSet &set) {
   std::vector<AclSlot> slots;
   std::vector<uint32_t> entries;
   for (TupleBuild *t : order) {
-    uint32_t size = 2;
-    while (size < 2 * t->groups.size()) size *= 2;
+    // At most a quarter full: a GPU thread waits a memory round trip per
+    // slot it probes, and a miss probes to the next empty one.
+    uint32_t size = 4;
+    while (size < 4 * t->groups.size()) size *= 2;
     AclTuple tuple{};
     tuple.ip_version = t->version;
     tuple.src_len = t->src_len;
@@ -237,7 +239,9 @@ void build_blob(AclRuleSet &set) {
   h.tuples_offset = static_cast<uint32_t>(align16(h.rules_offset + rules.size() * sizeof(AclRule)));
   h.slots_offset = static_cast<uint32_t>(align16(h.tuples_offset + tuples.size() * sizeof(AclTuple)));
   h.entries_offset = static_cast<uint32_t>(align16(h.slots_offset + slots.size() * sizeof(AclSlot)));
-  h.total_size = static_cast<uint32_t>(align16(h.entries_offset + entries.size() * sizeof(uint32_t)));
+  h.entry_rules_offset =
+      static_cast<uint32_t>(align16(h.entries_offset + entries.size() * sizeof(uint32_t)));
+  h.total_size = static_cast<uint32_t>(h.entry_rules_offset + entries.size() * sizeof(AclRule));
   h.generation = next_generation++;
   set.blob.assign(h.total_size, 0);
   std::memcpy(set.blob.data(), &h, sizeof h);
@@ -249,6 +253,8 @@ void build_blob(AclRuleSet &set) {
     std::memcpy(set.blob.data() + h.slots_offset, slots.data(), slots.size() * sizeof(AclSlot));
   if (!entries.empty())
     std::memcpy(set.blob.data() + h.entries_offset, entries.data(), entries.size() * sizeof(uint32_t));
+  auto *entry_rules = reinterpret_cast<AclRule *>(set.blob.data() + h.entry_rules_offset);
+  for (size_t i = 0; i < entries.size(); ++i) entry_rules[i] = rules[entries[i]];
 }
 
 } // namespace

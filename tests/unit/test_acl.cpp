@@ -676,7 +676,8 @@ TEST(AclBlob, LayoutIsConsistent) {
     EXPECT_EQ(h->magic, gpp::kAclBlobMagic);
     EXPECT_EQ(h->total_size, set->blob.size());
     EXPECT_EQ(h->rule_count, set->rules.size());
-    for (uint32_t off : {h->rules_offset, h->tuples_offset, h->slots_offset, h->entries_offset}) {
+    for (uint32_t off : {h->rules_offset, h->tuples_offset, h->slots_offset, h->entries_offset,
+                         h->entry_rules_offset}) {
       EXPECT_EQ(off % 16, 0u) << name;
       EXPECT_LE(off, h->total_size) << name;
     }
@@ -693,7 +694,10 @@ TEST(AclBlob, LayoutIsConsistent) {
     const auto *slots = reinterpret_cast<const gpp::AclSlot *>(b + h->slots_offset);
     const auto *entries = reinterpret_cast<const uint32_t *>(b + h->entries_offset);
     const uint32_t slot_count = (h->entries_offset - h->slots_offset) / sizeof(gpp::AclSlot);
-    const uint32_t entry_count = (h->total_size - h->entries_offset) / sizeof(uint32_t);
+    const uint32_t entry_count = h->rule_count; // every rule in exactly one slot (checked below)
+    ASSERT_GE(h->entry_rules_offset, h->entries_offset + entry_count * sizeof(uint32_t)) << name;
+    ASSERT_EQ(h->total_size, h->entry_rules_offset + entry_count * sizeof(gpp::AclRule)) << name;
+    const auto *entry_rules = reinterpret_cast<const gpp::AclRule *>(b + h->entry_rules_offset);
     std::vector<int> seen(h->rule_count, 0);
     for (uint32_t t = 0; t < h->tuple_count; ++t) {
       const gpp::AclTuple &tu = tuples[t];
@@ -719,6 +723,8 @@ TEST(AclBlob, LayoutIsConsistent) {
                       gpp::acl_coarse_length(p.src_len, p.ip_version) == tu.src_len &&
                       gpp::acl_coarse_length(p.dst_len, p.ip_version) == tu.dst_len)
               << name << " rule " << idx << " in the wrong tuple";
+          EXPECT_EQ(0, std::memcmp(&entry_rules[slot.first + e], &rules[idx], sizeof(gpp::AclRule)))
+              << name << ": entry rule " << slot.first + e << " is not a copy of rule " << idx;
           ++seen[idx];
           smallest = std::min(smallest, idx);
         }
