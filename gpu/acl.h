@@ -29,7 +29,6 @@ namespace gpp {
 constexpr uint32_t kAclNoRule = 0xffffffffu;
 constexpr uint32_t kAclBlobMagic = 0x4c434150; // "PACL"
 
-// 16-byte aligned, so a GPU thread loads one in three 16-byte loads.
 struct alignas(16) AclRule {
   uint16_t sport_lo, sport_hi, dport_lo, dport_hi;
   uint8_t proto, proto_mask;
@@ -45,7 +44,9 @@ GPP_ACL_HD inline uint8_t acl_coarse_length(uint8_t len, uint8_t ip_version) {
   return static_cast<uint8_t>(len - len % step);
 }
 
-struct AclTuple {
+// The blob's structs are 16-byte aligned so a GPU thread reads each in a
+// few 16-byte loads rather than field by field.
+struct alignas(16) AclTuple {
   uint8_t ip_version; // 4 or 6
   uint8_t src_len, dst_len;
   uint8_t reserved;
@@ -54,11 +55,14 @@ struct AclTuple {
   uint32_t slot_mask;   // table size - 1 (a power of two)
 };
 
-struct AclSlot {
+struct alignas(16) AclSlot {
   uint8_t src[16], dst[16]; // masked addresses (IPv4: first 4 bytes)
   uint32_t first;           // into the entries array
   uint32_t count;           // 0 = empty slot
 };
+
+static_assert(sizeof(AclRule) == 48 && sizeof(AclTuple) == 16 && sizeof(AclSlot) == 48,
+              "blob records are whole 16-byte words");
 
 // The blob: header, then the arrays at the offsets it names (bytes from the
 // start of the blob, each 16-byte aligned).
@@ -167,7 +171,7 @@ GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple,
                                         uint32_t dst, const AclPorts &q, uint32_t bound) {
   const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
   for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
-    const AclSlot &slot = v.slots[tuple.slot_offset + i];
+    const AclSlot slot = v.slots[tuple.slot_offset + i]; // one copy: wide loads
     if (slot.count == 0) return bound;
     if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
     // Ascending rule indices, a few loaded ahead: a slot may hold dozens of
@@ -203,7 +207,7 @@ GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
   acl_mask(addr_src, tuple.src_len, addr_len, src);
   acl_mask(addr_dst, tuple.dst_len, addr_len, dst);
   for (uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
-    const AclSlot &slot = v.slots[tuple.slot_offset + i];
+    const AclSlot slot = v.slots[tuple.slot_offset + i];
     if (slot.count == 0) return bound;
     bool same = true;
     for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];

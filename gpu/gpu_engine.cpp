@@ -347,7 +347,8 @@ public:
     CoreConfig device_cfg = cfg;
     if (!sets_.translate(device_cfg, drain, error)) return false;
     if (running_ && !same_config(device_cfg, running_cfg_) && !drain(error)) return false;
-    if (!running_ && !start_kernel(device_cfg, error)) return false;
+    const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
+    if (!running_ && !start_kernel(device_cfg, acl_tuples, error)) return false;
 
     const uint64_t ticket = head_++;
     PersistentJob &job = control()->jobs[ticket % slots_];
@@ -394,7 +395,7 @@ private:
     _mm_store_si128(static_cast<__m128i *>(dst), v);
   }
 
-  bool start_kernel(const CoreConfig &cfg, std::string *error) {
+  bool start_kernel(const CoreConfig &cfg, uint32_t acl_tuples, std::string *error) {
     try {
       GPP_CUDA_TRY(cudaSetDevice(device_));
       GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
@@ -408,6 +409,7 @@ private:
       launch.slots = slots_;
       launch.blocks = blocks_;
       launch.idle_sleep_ns = idle_sleep_ns_;
+      launch.acl_chunk_packets = persistent_acl_chunk_packets(acl_tuples);
       launch.cfg = cfg;
       GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
     } catch (const CudaError &e) {

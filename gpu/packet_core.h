@@ -486,9 +486,6 @@ GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *inpu
 GPP_HOST_DEVICE inline uint32_t toeplitz_word(const uint8_t *key, int offset, uint32_t word) {
   const uint64_t k = (static_cast<uint64_t>(load_be32(key + offset)) << 32) | load_be32(key + offset + 4);
   uint32_t result = 0;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
   for (int bit = 0; bit < 32; ++bit) // input bit `bit` (from the top) selects key bits from 8 * offset + bit
     result ^= static_cast<uint32_t>(k >> (32 - bit)) & (0u - ((word >> (31 - bit)) & 1u));
   return result;

@@ -124,11 +124,24 @@ struct PersistentLaunch {
   unsigned slots;
   unsigned blocks;
   unsigned idle_sleep_ns; // poller back-off while idle; 0 = pure spin
+  unsigned acl_chunk_packets; // packets per block's share of a job when cfg.acl is set
   CoreConfig cfg;         // for every job of this launch
 };
 
 // Threads per block of the persistent kernel.
 constexpr unsigned kPersistentThreads = 256;
+
+// Packets per block's share of a persistent job when an ACL of `tuples`
+// tuples is set: about one (packet, tuple) probe per thread, so even a small
+// batch's probes spread over several blocks and each thread waits out one
+// probe's chain of memory loads, not several (H200, 64 packets, ClassBench
+// 1k rules: 16 packets a block answered in about half the time of 256).  At
+// least 16, so large batches keep enough threads parsing.
+inline unsigned persistent_acl_chunk_packets(uint32_t tuples) {
+  unsigned packets = kPersistentThreads;
+  while (packets > 16 && packets * tuples > kPersistentThreads) packets /= 2;
+  return packets;
+}
 
 // Largest co-resident grid of the persistent kernel on `device` (cooperative launch limit).
 [[nodiscard]] cudaError_t persistent_max_blocks(int device, unsigned *blocks);

@@ -181,7 +181,10 @@ __global__ void __launch_bounds__(kPersistentThreads)
     if (next == Next::Skip) continue;
     const bool fits = job.head.batch_size <= launch.batch_capacity;
     const uint32_t count = fits ? job.head.packet_count : 0;
-    const uint32_t chunks = (count + T - 1) / T;
+    // Packets per chunk: with an ACL fewer than threads, so the ACL probes of
+    // a small batch spread over several blocks (packet_kernels.h).
+    const uint32_t P = launch.cfg.acl ? launch.acl_chunk_packets : T;
+    const uint32_t chunks = (count + P - 1) / P;
     const bool fanned_out = chunks > 1;
     if (blockIdx.x == 0 && tid == 0 && fanned_out) {
       fan->head = job.head;
@@ -194,10 +197,10 @@ __global__ void __launch_bounds__(kPersistentThreads)
     const bool whole = chunks == 1 && job.head.batch_size <= kSharedStageBytes;
     const auto *host_descs = reinterpret_cast<const uint4 *>(job.batch + sizeof(GppBatchHeader));
 
-    // Chunk c (packets [c*T, c*T+T)) belongs to block c mod gridDim.x.
+    // Chunk c (packets [c*P, c*P+P)) belongs to block c mod gridDim.x.
     for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
-      const uint32_t first = chunk * T;
-      const uint32_t n = min(T, count - first);
+      const uint32_t first = chunk * P;
+      const uint32_t n = min(P, count - first);
       // Packet bytes at offset o of the batch are at stage_base + (o - stage_lo).
       uint8_t *stage_base = shared_stage;
       uint32_t stage_lo = 0;
