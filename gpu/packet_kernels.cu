@@ -8,9 +8,12 @@ namespace gpp {
 namespace {
 
 constexpr int kThreadsPerBlock = 128;
-// With an ACL, a block takes fewer packets than it has threads: one warp
-// parses them, then all four share their ACL probes (acl_block.cuh).  The
-// number of parsing warps per batch stays what it is without an ACL.
+// With an ACL and no DPI, a block takes fewer packets than it has threads:
+// one warp parses them, then all four share their ACL probes (acl_block.cuh),
+// which spreads a 4096-packet batch's probes over every SM (H200: 64-byte
+// packets with ClassBench 1k rules, 136 -> 225 Mpps).  With DPI the payload
+// walks dominate and want every warp (measured: IMIX with the full workload
+// fell from 91 to 35 Mpps at 16384 packets with one parsing warp a block).
 constexpr int kAclPacketsPerBlock = 32;
 
 __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
@@ -27,7 +30,7 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
 }
 
 __host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg) {
-  return cfg.acl ? kAclPacketsPerBlock : kThreadsPerBlock;
+  return cfg.acl && !cfg.dpi ? kAclPacketsPerBlock : kThreadsPerBlock;
 }
 
 // Records are built in shared memory, get the block-wide ACL stage, and leave
