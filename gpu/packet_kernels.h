@@ -54,8 +54,9 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
 // engine restarts the kernel (between batches) when they change, which is
 // rare, and a fresh launch also starts with clean L1 caches.
 //
-// A job of at most one block's packets is done by block 0 alone, which
-// answers the host itself.  A larger one is fanned out to the other blocks
+// A job of at most one block's share of packets (kPersistentThreads; with an
+// ACL, persistent_acl_chunk_packets) is done by block 0 alone, which answers
+// the host itself.  A larger one is fanned out to the other blocks
 // through device memory; each block stages only its own packets into device
 // memory (so plain, L1-cached loads stay coherent without any grid-wide
 // barrier), and the last block to finish (a counter in device memory) answers.

@@ -1481,9 +1481,10 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           GST_TYPE_GPU_PACKET_PROC_MEMORY, DEFAULT_POOL_MEMORY, rw_ready));
   g_object_class_install_property (gobject_class, PROP_PERSISTENT_BLOCKS,
       g_param_spec_uint ("persistent-blocks", "Persistent blocks",
-          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. Batches of up "
-          "to 256 packets run on one block whatever this is; larger ones are shared "
-          "out, 256 packets per block",
+          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. Without "
+          "acl-rules, batches of up to 256 packets run on one block whatever this is "
+          "and larger ones are shared out 256 packets per block; with acl-rules the "
+          "shares hold about one ACL probe per thread (at least 16 packets)",
           0, 65535, DEFAULT_PERSISTENT_BLOCKS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_WAIT_STRATEGY,
       g_param_spec_enum ("wait-strategy", "Wait strategy",
