@@ -49,6 +49,7 @@ public:
     return engine_->submit(b.data, b.bytes, b.count, cfg, results, error);
   }
   bool wait_oldest(std::string *error) override { return engine_->wait_oldest(error); }
+  uint32_t last_device_ns() const override { return engine_->last_device_ns(); }
 
 private:
   std::unique_ptr<gpp::GpuEngine> engine_;
@@ -124,7 +125,7 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
                           unsigned warmup, unsigned iters, unsigned min_samples,
                           double max_seconds) {
   LatencyResult out;
-  std::vector<uint64_t> samples;
+  std::vector<uint64_t> samples, device_samples;
   samples.reserve(iters);
   const uint64_t stop_at = now_ns() + static_cast<uint64_t>((max_seconds) * 1e9);
   for (unsigned i = 0; i < warmup + iters; ++i) {
@@ -138,9 +139,11 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
     if (!same_results(res, ring.reference[which], ring.count)) ++out.parity_failed;
     if (i < warmup) continue;
     samples.push_back(t1 - t0);
+    if (const uint32_t device_ns = r.last_device_ns()) device_samples.push_back(device_ns);
     if (samples.size() >= min_samples && t1 > stop_at) break;
   }
   out.stats = summarize(std::move(samples));
+  out.device = summarize(std::move(device_samples));
   return out;
 }
 

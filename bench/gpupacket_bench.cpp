@@ -618,6 +618,33 @@ void section_b(Run &run, Grid &grid) {
     run.report.add_table(t);
   }
   {
+    // The persistent kernel times each job itself (%globaltimer, from block 0
+    // seeing the job to its answer): what is left of the host's round trip is
+    // the doorbell and the answer crossing PCIe, and the host.
+    Table t;
+    t.id = "B-persistent-split";
+    t.title = "B. persistent, 64B: a batch's latency on the host clock and the GPU's own part of it (us)";
+    t.header = {"workload", "packets", "host p50 / p99", "GPU-side p50 / p99", "host - GPU p50"};
+    for (const Workload &w : workloads()) {
+      for (uint32_t n : go.sizes) {
+        const GridPoint *pt = grid.point("persistent", "64B", w.name, n);
+        if (!pt || !pt->latency.stats.n || !pt->latency.device.n) continue;
+        const LatencyStats &h = pt->latency.stats, &d = pt->latency.device;
+        t.rows.push_back({w.name, std::to_string(n), fmt_us(h.p50) + " / " + fmt_us(h.p99),
+                          fmt_us(d.p50) + " / " + fmt_us(d.p99), fmt_us(h.p50 - d.p50)});
+        run.csv("B", "persistent-split", "persistent", "64B", w.name, n, 64, "device_p50",
+                d.p50 / 1000, "us");
+        run.csv("B", "persistent-split", "persistent", "64B", w.name, n, 64, "device_p99",
+                d.p99 / 1000, "us");
+      }
+    }
+    t.notes.push_back("GPU-side: the kernel's own %globaltimer from block 0 seeing the job to "
+                      "writing its answer (staging the batch over PCIe, the core, the records "
+                      "and the system-scope fence); host - GPU: the doorbell reaching the "
+                      "polling warp, the answer reaching the host, and the host's own work.");
+    if (!t.rows.empty()) run.report.add_table(t);
+  }
+  {
     // Where does each GPU mode start beating the CPU on latency?
     Table t;
     t.id = "B-crossover";
@@ -875,7 +902,11 @@ void targets(Run &run, const Grid *grid) {
       t.gap = us <= 10 ? "headroom " + fmt(10 - us, 2) + " us" : fmt(us - 10, 2) + " us over";
       if (grid)
         if (const GridPoint *pt = grid->point("persistent", "64B", "+acl1k", 64))
+        {
           t.gap += "; engine-only p99 " + fmt_us(pt->latency.stats.p99) + " us";
+          if (pt->latency.device.n)
+            t.gap += ", GPU-side p99 " + fmt_us(pt->latency.device.p99) + " us";
+        }
       add(t, "element-persistent-p99", "persistent", "64B", "+acl1k", 64, us, "us", "<=10");
       if (!run.pingpong.n) {
         not_measured(name2, "<= 3.00x", "raw ping-pong failed: " + run.pingpong_error);

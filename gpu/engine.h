@@ -89,6 +89,10 @@ public:
   virtual bool wait_oldest(std::string *error) = 0;
   // Safe to call from any thread.
   virtual GpuCounters counters() const = 0;
+  // GPU-side time of the batch wait_oldest() last returned, in ns, where the
+  // device measures it (persistent: from the kernel seeing the job to its
+  // answer); 0 elsewhere.  The rest of a batch's latency is the host and PCIe.
+  virtual uint32_t last_device_ns() const { return 0; }
 };
 
 // Why GPU modes cannot run here, or "" when a device is usable.

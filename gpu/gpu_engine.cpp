@@ -369,6 +369,8 @@ public:
     const uint64_t ticket = tail_++;
     if (!wait_answer(ticket, /*poll_stream=*/true, error)) return false;
     const int32_t job_error = control()->jobs[ticket % slots_].answer.error;
+    last_device_ns_.store(control()->jobs[ticket % slots_].answer.device_ns,
+                          std::memory_order_relaxed);
     if (job_error != kPersistentOk) {
       *error = "persistent kernel refused a batch (error " + std::to_string(job_error) + ")";
       return false;
@@ -378,6 +380,9 @@ public:
 
 private:
   PersistentControl *control() { return control_.get<PersistentControl>(); }
+  uint32_t last_device_ns() const override {
+    return last_device_ns_.load(std::memory_order_relaxed);
+  }
 
   static bool same_config(const CoreConfig &a, const CoreConfig &b) {
     return std::memcmp(a.rss_key, b.rss_key, sizeof a.rss_key) == 0 &&
@@ -493,6 +498,7 @@ private:
   CoreConfig running_cfg_{};
   uint64_t head_ = 0;             // submitting thread
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
+  std::atomic<uint32_t> last_device_ns_{0};
   AtomicCounters counters_;
 };
 

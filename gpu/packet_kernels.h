@@ -83,9 +83,9 @@ struct alignas(16) PersistentJobBuffers {
   uint64_t results;
 };
 struct alignas(16) PersistentAnswer {
-  uint64_t done; // ticket + 1 once the results are in host memory
-  int32_t error; // PersistentError
-  uint32_t reserved;
+  uint64_t done;      // ticket + 1 once the results are in host memory
+  int32_t error;      // PersistentError
+  uint32_t device_ns; // GPU time of the job: block 0 saw it -> answer written (%globaltimer, saturating)
 };
 
 constexpr unsigned kPersistentTagShift = 48;
@@ -108,6 +108,7 @@ struct PersistentFanout {
   unsigned reserved;
   PersistentJobHead head;
   PersistentJobBuffers buffers;
+  unsigned long long start_ns; // %globaltimer when block 0 saw the job
 };
 
 // Device-memory state of the kernel (zeroed before each launch).

@@ -39,6 +39,11 @@ __device__ __forceinline__ unsigned long long load_acquire_gpu(const unsigned lo
   asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 template <typename T> __device__ __forceinline__ T load_volatile(const T *p) {
   return *reinterpret_cast<const volatile T *>(p);
 }
@@ -167,6 +172,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
   __shared__ GppResult records[kPersistentThreads];
   __shared__ uint32_t acl_best[kPersistentThreads];
   __shared__ unsigned span_lo, span_hi;
+  __shared__ unsigned long long job_start_ns; // block 0: when it saw the job
   extern __shared__ uint4 dynamic_shared[]; // kSharedStageBytes
   uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
   const unsigned tid = threadIdx.x;
@@ -179,6 +185,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
                                       : wait_fanout(launch, ticket, job);
     if (next == Next::Stop) return;
     if (next == Next::Skip) continue;
+    if (blockIdx.x == 0 && tid == 0) job_start_ns = global_timer_ns();
     const bool fits = job.head.batch_size <= launch.batch_capacity;
     const uint32_t count = fits ? job.head.packet_count : 0;
     // Packets per chunk: with an ACL fewer than threads, so the ACL probes of
@@ -190,6 +197,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
       fan->head = job.head;
       fan->buffers = {reinterpret_cast<uint64_t>(job.batch),
                       reinterpret_cast<uint64_t>(job.results)};
+      fan->start_ns = job_start_ns;
       __threadfence();
       atomicExch(&fan->announce, ((ticket + 1) << 1) | 1);
     }
@@ -265,12 +273,15 @@ __global__ void __launch_bounds__(kPersistentThreads)
       const bool last = !fanned_out || atomicAdd(&fan->arrived, 1u) == gridDim.x - 1;
       if (last) {
         if (fanned_out) atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+        // Published by block 0 before its announce, which this block acquired.
+        const unsigned long long start = fanned_out ? __ldcg(&fan->start_ns) : job_start_ns;
+        const unsigned long long took = global_timer_ns() - start;
         store_volatile_v4(&launch.control->jobs[slot].answer,
                           make_uint4(static_cast<uint32_t>(ticket + 1),
                                      static_cast<uint32_t>((ticket + 1) >> 32),
                                      static_cast<uint32_t>(fits ? kPersistentOk
                                                                 : kPersistentBatchTooLarge),
-                                     0));
+                                     static_cast<uint32_t>(min(took, 0xffffffffull))));
       }
       // The other blocks skip a job block 0 did alone; tell them after answering.
       if (!fanned_out) atomicExch(&fan->announce, (ticket + 1) << 1);
