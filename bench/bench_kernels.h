@@ -35,6 +35,19 @@ constexpr uint32_t kExitIdle = 2;
 [[nodiscard]] cudaError_t launch_pingpong(PingPongShared *shared, uint64_t idle_timeout_ns,
                                           cudaStream_t stream);
 
+// Threads of the payload ping-pong kernel.
+constexpr unsigned kPingPongPayloadThreads = 256;
+
+// <<<1, kPingPongPayloadThreads>>> of a ping-pong kernel that, before each
+// answer, reads `read_bytes` from `src` and writes `write_bytes` to `dst`
+// (both mapped pinned memory, device views, 16-byte aligned, multiples of
+// 16), the way a persistent job stages a batch and returns its records, with
+// no work in between: the floor under one persistent job of that size.
+[[nodiscard]] cudaError_t launch_pingpong_payload(PingPongShared *shared, const void *src,
+                                                  uint32_t read_bytes, void *dst,
+                                                  uint32_t write_bytes, uint64_t idle_timeout_ns,
+                                                  cudaStream_t stream);
+
 // Copies `bytes` (a multiple of 16, 16-byte aligned pointers) with a
 // grid-stride kernel of 16-byte loads and stores: with one side a device
 // pointer to cudaHostAllocMapped memory, the kernel itself moves the data
