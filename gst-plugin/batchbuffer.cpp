@@ -1,5 +1,14 @@
 #include "batchbuffer.h"
 
+#include <chrono>
+
+guint64
+gpp_capture_clock_ns (void)
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::system_clock::now ().time_since_epoch ()).count ();
+}
+
 GstBuffer *
 gpp_src_alloc_batch (GstBaseSrc * src, gsize size, GstMapInfo * map)
 {

@@ -60,6 +60,7 @@
 #include <string>
 
 #include "acl_rules.h"
+#include "batchbuffer.h"
 #include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "engine.h"
@@ -407,8 +408,7 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
   for (uint32_t i = 0; i < count; i++)
     malformed += records[i].status != 0;
   const guint64 latency = elapsed_ns (entry);
-  const guint64 wall = std::chrono::duration_cast<std::chrono::nanoseconds> (
-      std::chrono::system_clock::now ().time_since_epoch ()).count ();
+  const guint64 wall = capture_ns ? gpp_capture_clock_ns () : 0;
   bool measured = false;
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);
@@ -416,9 +416,9 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
     self->stats->packets += count;
     self->stats->bytes += bytes;
     self->stats->malformed += malformed;
-    self->stats->latency.add (latency);
-    self->stats->mode_latency[static_cast<int> (mode)].add (latency);
     const int m = static_cast<int> (mode);
+    self->stats->latency.add (latency);
+    self->stats->mode_latency[m].add (latency);
     const guint64 n = ++self->stats->mode_batches[m];
     if (n == kLatencyMeasuredBatches ||
         (n > kLatencyMeasuredBatches && n % kLatencyRecheckBatches == 0)) {

@@ -176,13 +176,6 @@ linktype_from_dlt (int dlt)
 }
 
 static guint64
-realtime_ns ()
-{
-  return std::chrono::duration_cast<std::chrono::nanoseconds> (
-      std::chrono::system_clock::now ().time_since_epoch ()).count ();
-}
-
-static guint64
 monotonic_ns ()
 {
   return std::chrono::duration_cast<std::chrono::nanoseconds> (
@@ -616,7 +609,7 @@ gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
 static guint64
 gst_pcap_src_batch_due_in (const GstPcapSrcState * st, guint64 timeout_ns)
 {
-  const guint64 wall = realtime_ns (), mono = monotonic_ns ();
+  const guint64 wall = gpp_capture_clock_ns (), mono = monotonic_ns ();
   const guint64 by_capture = st->first_ts + timeout_ns;
   const guint64 by_arrival = st->first_arrival + timeout_ns;
   const guint64 left_capture = by_capture > wall ? by_capture - wall : 0;
@@ -715,7 +708,7 @@ gst_pcap_src_timestamp_live (GstPcapSrc * self, GstBuffer * buf)
   const GstClockTime base_time = gst_element_get_base_time (GST_ELEMENT (self));
   const GstClockTime now = gst_clock_get_time (clock);
   gst_object_unref (clock);
-  const guint64 wall = realtime_ns ();
+  const guint64 wall = gpp_capture_clock_ns ();
   const guint64 age = wall > st->first_ts ? wall - st->first_ts : 0;
   const GstClockTime running = now > base_time ? now - base_time : 0;
   GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
@@ -766,7 +759,6 @@ gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
   GstPcapSrc *self = GST_PCAP_SRC (src);
   GstPcapSrcState *st = self->state;
   GstBaseSrc *base = GST_BASE_SRC (src);
-
 
   /* A live batch cut short by unlock () is still in the builder: go on with it. */
   if (!st->live || st->builder.packet_count () == 0) {
