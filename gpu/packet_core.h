@@ -463,31 +463,29 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
 }
 
 // Toeplitz hash (Microsoft RSS): for every set input bit, XOR in the 32 key
-// bits that start at that bit position.  Per input byte the 40 key bits it
-// can reach sit in one 64-bit word, so the eight XORs are independent of each
-// other (no shift-by-one chain: a GPU thread would wait on every step).
-GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *input, int len) {
-  uint32_t result = 0;
-  uint32_t window = load_be32(key); // key bits [8i, 8i + 32)
-  for (int i = 0; i < len; ++i) {
-    const uint64_t bits = (static_cast<uint64_t>(window) << 8) | key[i + 4]; // [8i, 8i + 40)
-    const uint32_t in = input[i];
-    for (int bit = 7; bit >= 0; --bit) // input bit `bit` pairs with key bits from 8i + 7 - bit
-      result ^= static_cast<uint32_t>(bits >> (bit + 1)) & (0u - ((in >> bit) & 1u));
-    window = static_cast<uint32_t>(bits);
-  }
-  return result;
-}
-
-// The Toeplitz contribution of one big-endian input word at byte `offset`
-// (at most kRssKeySize - 8): key bits [8 * offset, 8 * offset + 64) hold every
-// 32-bit window its bits select, so the 32 terms are independent.  Equals
-// toeplitz() over the same bytes.
+// bits that start at that bit position.  This is the contribution of one
+// big-endian input word at byte `offset` (at most kRssKeySize - 8): key bits
+// [8 * offset, 8 * offset + 64) hold every 32-bit window its bits select, so
+// the 32 terms are independent (no shift-by-one chain: a GPU thread would
+// wait on every step).  A hash is the XOR of its input words' contributions.
 GPP_HOST_DEVICE inline uint32_t toeplitz_word(const uint8_t *key, int offset, uint32_t word) {
   const uint64_t k = (static_cast<uint64_t>(load_be32(key + offset)) << 32) | load_be32(key + offset + 4);
   uint32_t result = 0;
   for (int bit = 0; bit < 32; ++bit) // input bit `bit` (from the top) selects key bits from 8 * offset + bit
     result ^= static_cast<uint32_t>(k >> (32 - bit)) & (0u - ((word >> (31 - bit)) & 1u));
+  return result;
+}
+
+// The Toeplitz hash of `len` contiguous bytes (at most kRssKeySize - 4), word
+// by word; a last partial word is zero-padded (zero bits select nothing).
+GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *input, int len) {
+  uint32_t result = 0;
+  for (int offset = 0; offset < len; offset += 4) {
+    uint32_t word = 0;
+    for (int b = 0; b < 4; ++b)
+      word = (word << 8) | (offset + b < len ? input[offset + b] : 0u);
+    result ^= toeplitz_word(key, offset, word);
+  }
   return result;
 }
 

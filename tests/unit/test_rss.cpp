@@ -176,6 +176,15 @@ TEST(RssVectors, ToeplitzWithOtherKeyMatchesReference) {
         << describe(v);
   }
   EXPECT_EQ(0u, gpp::detail::toeplitz(kOtherKey, Bytes(36, 0).data(), 36));
+  // Every length up to 36 bytes, whole words or not.
+  std::mt19937 rng(7);
+  for (int len = 1; len <= 36; ++len) {
+    Bytes in(len);
+    for (auto &b : in) b = static_cast<uint8_t>(rng());
+    for (const uint8_t *key : {gpp::kDefaultRssKey, kOtherKey})
+      EXPECT_EQ(reference_toeplitz(key, gpp::kRssKeySize, in), gpp::detail::toeplitz(key, in.data(), len))
+          << len << " bytes";
+  }
 }
 
 // rss_hash() XORs per-word contributions; the sum over the words of any
