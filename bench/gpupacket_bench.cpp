@@ -491,33 +491,25 @@ void measure_memory_kinds_table(Run &run) {
   run.report.add_table(t);
 }
 
+// Runs one measurement of section A; a failure becomes a report error
+// ("A what: message", returned too) and the other measurements go on.
+template <typename Measure>
+std::string measure_or_report(Run &run, const std::string &what, Measure &&measure) {
+  try {
+    measure();
+    return "";
+  } catch (const std::exception &e) {
+    run.report.add_error("A " + what + ": " + e.what());
+    return e.what();
+  }
+}
+
 void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
-  try {
-    measure_bandwidth(run, batch_sizes);
-  } catch (const std::exception &e) {
-    run.report.add_error(std::string("A bandwidth: ") + e.what());
-  }
-  try {
-    measure_empty_kernel(run);
-  } catch (const std::exception &e) {
-    run.report.add_error(std::string("A empty kernel: ") + e.what());
-  }
-  try {
-    measure_round_trips(run);
-  } catch (const std::exception &e) {
-    run.report.add_error(std::string("A round trips: ") + e.what());
-  }
-  try {
-    measure_memory_kinds_table(run);
-  } catch (const std::exception &e) {
-    run.report.add_error(std::string("A memory kinds: ") + e.what());
-  }
-  try {
-    measure_pingpong(run);
-  } catch (const std::exception &e) {
-    run.pingpong_error = e.what();
-    run.report.add_error(std::string("A ping-pong: ") + e.what());
-  }
+  measure_or_report(run, "bandwidth", [&] { measure_bandwidth(run, batch_sizes); });
+  measure_or_report(run, "empty kernel", [&] { measure_empty_kernel(run); });
+  measure_or_report(run, "round trips", [&] { measure_round_trips(run); });
+  measure_or_report(run, "memory kinds", [&] { measure_memory_kinds_table(run); });
+  run.pingpong_error = measure_or_report(run, "ping-pong", [&] { measure_pingpong(run); });
   run.payload_probes = {
       {"ping-pong, 256 threads, no payload", 0, 0, false, {}},
       {"+ read a 64 x 64-byte batch (6 KB)", kPayloadBatchBytes, 0, false, {}},
@@ -528,14 +520,11 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
        kPayloadRecordBytes, true, {}},
   };
   run.phase("A: payload ping-pong", 60);
-  for (auto &probe : run.payload_probes) {
-    try {
+  for (auto &probe : run.payload_probes)
+    measure_or_report(run, std::string("payload ping-pong (") + probe.name + ")", [&] {
       probe.stats = measure_pingpong_payload(run, probe.read_bytes, probe.write_bytes,
                                              probe.host_reads_records);
-    } catch (const std::exception &e) {
-      run.report.add_error(std::string("A payload ping-pong (") + probe.name + "): " + e.what());
-    }
-  }
+    });
   Table t;
   t.id = "A-latency";
   t.title = "A. Round-trip floors (host wall clock, microseconds)";
