@@ -40,6 +40,20 @@ __global__ void pingpong_kernel(PingPongShared *shared, uint64_t idle_timeout_ns
   __threadfence_system();
 }
 
+__device__ __forceinline__ void publish_answer(uint32_t *p, uint32_t v, AnswerStyle style) {
+  switch (style) {
+  case AnswerStyle::FenceThenStore:
+    __threadfence_system();
+    *reinterpret_cast<volatile uint32_t *>(p) = v;
+    break;
+  case AnswerStyle::StoreRelease:
+  case AnswerStyle::StoreReleaseFence:
+    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+    if (style == AnswerStyle::StoreReleaseFence) __threadfence_system();
+    break;
+  }
+}
+
 // The payload ping-pong: thread 0 polls as above; the block then reads the
 // "batch" (loads kept in flight as the persistent kernel's staging does),
 // writes the "records" in 16-byte stores, and thread 0 fences and answers.
@@ -47,7 +61,8 @@ constexpr unsigned kPayloadLoadsInFlight = 8;
 
 __global__ void __launch_bounds__(kPingPongPayloadThreads)
     pingpong_payload_kernel(PingPongShared *shared, const uint4 *src, uint32_t read_words,
-                            uint4 *dst, uint32_t write_words, uint64_t idle_timeout_ns) {
+                            uint4 *dst, uint32_t write_words, AnswerStyle answer,
+                            uint64_t idle_timeout_ns) {
   __shared__ uint32_t seq;  // the ping being answered, or kPingStop
   __shared__ uint32_t sink; // keeps the loads from being optimised away
   if (threadIdx.x == 0) {
@@ -100,8 +115,7 @@ __global__ void __launch_bounds__(kPingPongPayloadThreads)
     if (acc) atomicXor(&sink, acc);
     __syncthreads();
     if (threadIdx.x == 0) {
-      __threadfence_system(); // the records before the answer, as the persistent kernel does
-      *reinterpret_cast<volatile uint32_t *>(&shared->pong) = v;
+      publish_answer(&shared->pong, v, answer); // after the records
       last_seen = global_timer_ns();
     }
   }
@@ -125,11 +139,11 @@ cudaError_t launch_copy_kernel(void *dst, const void *src, size_t bytes, unsigne
 }
 
 cudaError_t launch_pingpong_payload(PingPongShared *shared, const void *src, uint32_t read_bytes,
-                                    void *dst, uint32_t write_bytes, uint64_t idle_timeout_ns,
-                                    cudaStream_t stream) {
+                                    void *dst, uint32_t write_bytes, AnswerStyle answer,
+                                    uint64_t idle_timeout_ns, cudaStream_t stream) {
   pingpong_payload_kernel<<<1, kPingPongPayloadThreads, 0, stream>>>(
       shared, static_cast<const uint4 *>(src), read_bytes / 16, static_cast<uint4 *>(dst),
-      write_bytes / 16, idle_timeout_ns);
+      write_bytes / 16, answer, idle_timeout_ns);
   return cudaGetLastError();
 }
 

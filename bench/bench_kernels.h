@@ -38,6 +38,13 @@ constexpr uint32_t kExitIdle = 2;
 // Threads of the payload ping-pong kernel.
 constexpr unsigned kPingPongPayloadThreads = 256;
 
+// How the payload ping-pong kernel publishes its answer after the records.
+enum class AnswerStyle : uint32_t {
+  FenceThenStore,    // fence.sc.sys, then a volatile store
+  StoreRelease,      // st.release.sys: the fence folded into the store
+  StoreReleaseFence, // st.release.sys, then fence.sc.sys to push it out (the persistent kernel's)
+};
+
 // <<<1, kPingPongPayloadThreads>>> of a ping-pong kernel that, before each
 // answer, reads `read_bytes` from `src` and writes `write_bytes` to `dst`
 // (both mapped pinned memory, device views, 16-byte aligned, multiples of
@@ -45,8 +52,8 @@ constexpr unsigned kPingPongPayloadThreads = 256;
 // no work in between: the floor under one persistent job of that size.
 [[nodiscard]] cudaError_t launch_pingpong_payload(PingPongShared *shared, const void *src,
                                                   uint32_t read_bytes, void *dst,
-                                                  uint32_t write_bytes, uint64_t idle_timeout_ns,
-                                                  cudaStream_t stream);
+                                                  uint32_t write_bytes, AnswerStyle answer,
+                                                  uint64_t idle_timeout_ns, cudaStream_t stream);
 
 // Copies `bytes` (a multiple of 16, 16-byte aligned pointers) with a
 // grid-stride kernel of 16-byte loads and stores: with one side a device

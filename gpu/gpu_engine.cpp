@@ -350,17 +350,8 @@ public:
     const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
     if (!running_ && !start_kernel(device_cfg, acl_tuples, error)) return false;
 
-    const uint64_t ticket = head_++;
-    PersistentJob &job = control()->jobs[ticket % slots_];
-    const uint32_t tag = static_cast<uint32_t>(ticket + 1);
-    const uint64_t tag16 = static_cast<uint64_t>(tag & 0xffffu) << kPersistentTagShift;
-    const PersistentJobBuffers buffers{batch_bits | tag16, results_bits | tag16};
-    const PersistentJobHead head{tag, count, static_cast<uint32_t>(batch_size),
-                                 reinterpret_cast<const GppBatchHeader *>(batch)->linktype};
-    // The batch is written before either word, and each word in one store.
-    std::atomic_thread_fence(std::memory_order_release);
-    store16(&job.buffers, &buffers);
-    store16(&job.head, &head);
+    post(head_++, count, static_cast<uint32_t>(batch_size),
+         reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
     counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
     return true;
   }
@@ -390,6 +381,20 @@ private:
            a.acl_default_action == b.acl_default_action && a.acl == b.acl && a.dpi == b.dpi;
   }
 
+  // Posts job `ticket`: its batch (written before) and then its two words,
+  // each tagged with the ticket.
+  void post(uint64_t ticket, uint32_t count, uint32_t batch_size, uint32_t linktype,
+            uint64_t batch_bits, uint64_t results_bits) {
+    PersistentJob &job = control()->jobs[ticket % slots_];
+    const uint32_t tag = static_cast<uint32_t>(ticket + 1);
+    const uint64_t tag16 = static_cast<uint64_t>(tag & 0xffffu) << kPersistentTagShift;
+    const PersistentJobBuffers buffers{batch_bits | tag16, results_bits | tag16};
+    const PersistentJobHead head{tag, count, batch_size, linktype};
+    std::atomic_thread_fence(std::memory_order_release);
+    store16(&job.buffers, &buffers);
+    store16(&job.head, &head);
+  }
+
   // One 16-byte store (movdqa): atomic on x86 CPUs with AVX, so the kernel
   // never reads half a word.
   static void store16(void *dst, const void *src) {
@@ -404,7 +409,9 @@ private:
     try {
       GPP_CUDA_TRY(cudaSetDevice(device_));
       GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
-      reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(0, std::memory_order_release);
+      // The last stop job sits at this ticket's slot: retag it as an older job.
+      const PersistentJobHead stale{static_cast<uint32_t>(head_), 0, 0, 0};
+      store16(&control()->jobs[head_ % slots_].head, &stale);
       PersistentLaunch launch{};
       launch.control = device_control_;
       launch.state = state_.get<PersistentDeviceState>();
@@ -426,11 +433,13 @@ private:
     return true;
   }
 
-  // Asks the kernel to exit and waits for it (bounded).
+  // Asks the kernel to exit, after the jobs posted before, and waits for it
+  // (bounded).
   bool stop_kernel(std::string *error) {
     if (!running_) return true;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    reinterpret_cast<std::atomic<uint32_t> *>(&control()->stop)->store(1, std::memory_order_release);
+    // The stop job's slot must be free: its last job answered.
+    if (head_ >= slots_ && !wait_answer(head_ - slots_, /*poll_stream=*/true, error)) return false;
+    post(head_, kPersistentStopJob, 0, 0, 0, 0);
     const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
     cudaError_t e;
     while ((e = cudaStreamQuery(stream_.get())) == cudaErrorNotReady) {

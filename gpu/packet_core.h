@@ -476,6 +476,40 @@ GPP_HOST_DEVICE inline uint32_t toeplitz_word(const uint8_t *key, int offset, ui
   return result;
 }
 
+// Bytes of the longest RSS input: two IPv6 addresses and two ports.
+constexpr int kRssMaxInputBytes = 2 * 16 + 4;
+
+// The contribution of byte value `b` at input byte `i` (< kRssMaxInputBytes):
+// its bits select the key windows from key bit 8 * i on, which lie in key
+// bytes [i, i + 5).
+GPP_HOST_DEVICE inline uint32_t toeplitz_byte(const uint8_t *key, int i, unsigned b) {
+  uint64_t k = 0; // key bits 8i... at bit 39 down
+  for (int j = 0; j < 5; ++j) k = (k << 8) | key[i + j];
+  uint32_t result = 0;
+  for (int bit = 0; bit < 8; ++bit)
+    result ^= static_cast<uint32_t>(k >> (8 - bit)) & (0u - ((b >> (7 - bit)) & 1u));
+  return result;
+}
+
+// The Toeplitz hash of one key as a table of every input byte's
+// contribution: a word costs four independent loads instead of 32 terms.
+// The persistent kernel keeps one in shared memory, where its latency per
+// packet counts; it gives the same hashes as toeplitz_word().
+struct RssTable {
+  uint32_t entry[kRssMaxInputBytes][256];
+
+  // Fills entries first, first + stride, ... (a GPU block shares the work).
+  GPP_HOST_DEVICE void fill(const uint8_t *key, unsigned first, unsigned stride) {
+    for (unsigned e = first; e < kRssMaxInputBytes * 256; e += stride)
+      entry[e / 256][e % 256] = toeplitz_byte(key, static_cast<int>(e / 256), e % 256);
+  }
+
+  GPP_HOST_DEVICE uint32_t word(int offset, uint32_t w) const {
+    return entry[offset][w >> 24] ^ entry[offset + 1][(w >> 16) & 0xff] ^
+           entry[offset + 2][(w >> 8) & 0xff] ^ entry[offset + 3][w & 0xff];
+  }
+};
+
 // The Toeplitz hash of `len` contiguous bytes (at most kRssKeySize - 4), word
 // by word; a last partial word is zero-padded (zero bits select nothing).
 GPP_HOST_DEVICE inline uint32_t toeplitz(const uint8_t *key, const uint8_t *input, int len) {
@@ -500,8 +534,12 @@ GPP_HOST_DEVICE inline bool endpoint_greater(const uint8_t *a, uint16_t a_port, 
 // RSS over addresses, plus ports for unfragmented TCP/UDP.  Every fragment of
 // a datagram, the first included, hashes on addresses only, as NICs do, so
 // all fragments land on one queue.  Symmetric mode orders the endpoints
-// before hashing so both directions of a flow hash alike.
-GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult &r) {
+// before hashing so both directions of a flow hash alike.  `word_hash(offset,
+// word)` is the Toeplitz contribution of an input word: toeplitz_word() over
+// cfg.rss_key, or an RssTable of that key.
+template <typename WordHash>
+GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult &r,
+                                         const WordHash &word_hash) {
   if (r.ip_version == 0 || (r.status & GPP_STATUS_BAD_IP_VERSION)) return 0;
   const int addr_len = r.ip_version == 4 ? 4 : 16;
   const bool with_ports = (r.l4_proto == kProtoTcp || r.l4_proto == kProtoUdp) &&
@@ -523,11 +561,10 @@ GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult 
   const int words = addr_len / 4;
   uint32_t hash = 0;
   for (int w = 0; w < words; ++w) {
-    hash ^= toeplitz_word(cfg.rss_key, 4 * w, load_be32(src + 4 * w));
-    hash ^= toeplitz_word(cfg.rss_key, addr_len + 4 * w, load_be32(dst + 4 * w));
+    hash ^= word_hash(4 * w, load_be32(src + 4 * w));
+    hash ^= word_hash(addr_len + 4 * w, load_be32(dst + 4 * w));
   }
-  if (with_ports)
-    hash ^= toeplitz_word(cfg.rss_key, 2 * addr_len, (uint32_t(sport) << 16) | dport);
+  if (with_ports) hash ^= word_hash(2 * addr_len, (uint32_t(sport) << 16) | dport);
   return hash;
 }
 
@@ -660,11 +697,13 @@ GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, 
 enum class AclStage { kInline, kDeferred };
 
 // Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
+// `rss_table`, when given, is RssTable of cfg.rss_key (same hashes, faster).
 GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
                                            uint32_t wirelen, uint32_t linktype,
                                            uint64_t packet_number, uint64_t timestamp_ns,
                                            const CoreConfig &cfg, GppResult &r,
-                                           AclStage acl_stage = AclStage::kInline) {
+                                           AclStage acl_stage = AclStage::kInline,
+                                           const detail::RssTable *rss_table = nullptr) {
   // Value-initialised, not zeroed through another type: kernels keep the
   // record in registers, where a type-punned clear is invisible to the
   // optimiser (it then saw the ACL stage read fields never written).
@@ -676,7 +715,14 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
   r.acl_rule = -1;
   r.dpi_pattern = -1;
   detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r);
-  r.rss_hash = detail::rss_hash(cfg, r);
+  if (rss_table)
+    r.rss_hash = detail::rss_hash(cfg, r, [rss_table](int offset, uint32_t word) {
+      return rss_table->word(offset, word);
+    });
+  else
+    r.rss_hash = detail::rss_hash(cfg, r, [&cfg](int offset, uint32_t word) {
+      return detail::toeplitz_word(cfg.rss_key, offset, word);
+    });
   if (cfg.acl && acl_stage == AclStage::kInline) acl_apply(cfg.acl, cfg.acl_default_action, r);
   if (cfg.dpi) {
     r.dpi_scanned = 1;

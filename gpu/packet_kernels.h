@@ -48,8 +48,10 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
 // ---- persistent mode ---------------------------------------------------
 // The work queue lives in mapped pinned memory, one job per slot.  A job is
 // two 16-byte words, each stored by the host in one instruction and each
-// tagged with the job's ticket, so the kernel's one polling thread learns
-// that a job is there and what it is in a single read over PCIe.  The core
+// tagged with the job's ticket, so the kernel's polling warp learns that a
+// job is there and what it is in a single read over PCIe.  The host stops
+// the kernel with a job too (kPersistentStopJob), so nothing else needs
+// polling.  The core
 // settings and the device copies of the rule sets are kernel parameters: the
 // engine restarts the kernel (between batches) when they change, which is
 // rare, and a fresh launch also starts with clean L1 caches.
@@ -90,6 +92,11 @@ struct alignas(16) PersistentAnswer {
 
 constexpr unsigned kPersistentTagShift = 48;
 
+// PersistentJobHead::packet_count of the job that stops the kernel.  It is
+// posted at the next ticket without taking it: a new launch clears that
+// slot's head and starts at the same ticket.
+constexpr uint32_t kPersistentStopJob = UINT32_MAX;
+
 struct alignas(128) PersistentJob { // one cache line for the host's writes...
   PersistentJobHead head;
   PersistentJobBuffers buffers;
@@ -97,8 +104,7 @@ struct alignas(128) PersistentJob { // one cache line for the host's writes...
 };
 
 struct PersistentControl {
-  uint32_t stop; // host: 1 = finish and exit
-  alignas(128) PersistentJob jobs[kPersistentMaxSlots];
+  PersistentJob jobs[kPersistentMaxSlots];
 };
 
 // What block 0 tells the others about a job, in device memory.

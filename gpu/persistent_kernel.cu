@@ -2,6 +2,8 @@
 // PersistentEngine (see packet_kernels.h for the protocol).
 #include "packet_kernels.h"
 
+#include <cstddef>
+
 #include <gpupacket/packet-batch.h>
 
 #include "acl_block.cuh"
@@ -16,6 +18,7 @@ namespace {
 // descriptors first, then only the bytes of its packets (into device memory
 // when they do not fit).
 constexpr unsigned kSharedStageBytes = 64 << 10;
+constexpr unsigned kDynamicSharedBytes = kSharedStageBytes + sizeof(detail::RssTable);
 // 16-byte loads each thread keeps in flight while staging: a PCIe read takes
 // about a microsecond, so loads must overlap rather than queue.
 constexpr unsigned kLoadsInFlight = 8;
@@ -29,8 +32,8 @@ __device__ __forceinline__ uint4 load_volatile_v4(const void *p) {
                : "memory");
   return v;
 }
-__device__ __forceinline__ void store_volatile_v4(void *p, uint4 v) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
+__device__ __forceinline__ void store_release_sys_v4(void *p, uint4 v) {
+  asm volatile("st.release.sys.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
                "r"(v.z), "r"(v.w)
                : "memory");
 }
@@ -78,44 +81,36 @@ struct Job {
 
 enum class Next { Process, Skip, Stop };
 
-// Block 0: polls the job (both words, and the stop flag, read at once over
-// PCIe) until both words carry this ticket.
+// Block 0: polls the job until both its words carry this ticket.  Lanes 0
+// and 1 read them in one instruction: one 32-byte read over PCIe per round
+// (separate reads of one line, and of a separate stop flag, measured slower).
 __device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &job) {
   __shared__ int stop;
   const unsigned slot = ticket % launch.slots;
   if (threadIdx.x < 32) {
     const unsigned lane = threadIdx.x;
-    const PersistentJob *pj = &launch.control->jobs[slot];
+    static_assert(offsetof(PersistentJob, buffers) == sizeof(PersistentJobHead),
+                  "the job's two words are one 32-byte read");
+    const auto *words = reinterpret_cast<const uint4 *>(&launch.control->jobs[slot]);
     const uint32_t tag32 = static_cast<uint32_t>(ticket + 1);
     const uint32_t tag16 = static_cast<uint32_t>(ticket + 1) & 0xffffu;
     uint4 w = {};
     for (;;) {
-      bool fresh = true;
-      uint32_t stop_flag = 0;
-      if (lane == 0) {
-        w = load_volatile_v4(&pj->head);
-        fresh = w.x == tag32;
-      } else if (lane == 1) {
-        w = load_volatile_v4(&pj->buffers);
-        fresh = (w.y >> 16) == tag16 && (w.w >> 16) == tag16;
-      } else if (lane == 2) {
-        stop_flag = load_volatile(&launch.control->stop);
-      }
-      const bool all_fresh = __all_sync(0xffffffffu, fresh);
-      const bool stopping = __shfl_sync(0xffffffffu, stop_flag, 2) != 0;
-      if (all_fresh || stopping) {
-        if (lane == 0) {
-          stop = !all_fresh;
-          job.head = {w.x, w.y, w.z, w.w};
-        } else if (lane == 1) {
-          job.batch = reinterpret_cast<const uint8_t *>(
-              ((static_cast<uint64_t>(w.y) << 32) | w.x) & kPointerMask);
-          job.results = reinterpret_cast<GppResult *>(
-              ((static_cast<uint64_t>(w.w) << 32) | w.z) & kPointerMask);
-        }
-        break;
-      }
+      if (lane < 2) w = load_volatile_v4(words + lane);
+      const bool fresh = lane == 0   ? w.x == tag32
+                         : lane == 1 ? (w.y >> 16) == tag16 && (w.w >> 16) == tag16
+                                     : true;
+      if (__all_sync(0xffffffffu, fresh)) break;
       if (launch.idle_sleep_ns) __nanosleep(launch.idle_sleep_ns);
+    }
+    if (lane == 0) {
+      job.head = {w.x, w.y, w.z, w.w};
+      stop = job.head.packet_count == kPersistentStopJob;
+    } else if (lane == 1) {
+      job.batch = reinterpret_cast<const uint8_t *>(
+          ((static_cast<uint64_t>(w.y) << 32) | w.x) & kPointerMask);
+      job.results = reinterpret_cast<GppResult *>(
+          ((static_cast<uint64_t>(w.w) << 32) | w.z) & kPointerMask);
     }
   }
   __syncthreads();
@@ -173,10 +168,15 @@ __global__ void __launch_bounds__(kPersistentThreads)
   __shared__ uint32_t acl_best[kPersistentThreads];
   __shared__ unsigned span_lo, span_hi;
   __shared__ unsigned long long job_start_ns; // block 0: when it saw the job
-  extern __shared__ uint4 dynamic_shared[]; // kSharedStageBytes
+  extern __shared__ uint4 dynamic_shared[]; // kDynamicSharedBytes: stage, then the RSS table
   uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
   const unsigned tid = threadIdx.x;
   constexpr unsigned T = kPersistentThreads;
+  // Each block's own Toeplitz table of the launch's key (the key is fixed
+  // for a launch): four shared-memory loads per input word.
+  auto *rss_table = reinterpret_cast<detail::RssTable *>(shared_stage + kSharedStageBytes);
+  rss_table->fill(launch.cfg.rss_key, tid, T);
+  __syncthreads();
 
   for (uint64_t ticket = launch.first_ticket;; ++ticket) {
     const unsigned slot = ticket % launch.slots;
@@ -250,7 +250,8 @@ __global__ void __launch_bounds__(kPersistentThreads)
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
         process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
-                       d.packet_number, d.timestamp_ns, launch.cfg, r, AclStage::kDeferred);
+                       d.packet_number, d.timestamp_ns, launch.cfg, r, AclStage::kDeferred,
+                       rss_table);
         records[tid] = r;
       }
       __syncthreads();
@@ -266,22 +267,30 @@ __global__ void __launch_bounds__(kPersistentThreads)
     if (!fanned_out && blockIdx.x != 0) continue;
     __syncthreads();
     if (tid == 0) {
-      // One system-scope fence for the block: the barrier orders every
-      // thread's record stores before it (a fence in each of 256 threads
-      // costs microseconds).
-      __threadfence_system();
-      const bool last = !fanned_out || atomicAdd(&fan->arrived, 1u) == gridDim.x - 1;
+      bool last = true;
+      if (fanned_out) {
+        // This block's records (ordered before the fence by the barrier)
+        // before its arrival; the last block to arrive then sees them all.
+        __threadfence_system();
+        last = atomicAdd(&fan->arrived, 1u) == gridDim.x - 1;
+        if (last) atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+      }
       if (last) {
-        if (fanned_out) atomicExch(&fan->arrived, 0u); // before the answer frees the slot
         // Published by block 0 before its announce, which this block acquired.
         const unsigned long long start = fanned_out ? __ldcg(&fan->start_ns) : job_start_ns;
         const unsigned long long took = global_timer_ns() - start;
-        store_volatile_v4(&launch.control->jobs[slot].answer,
-                          make_uint4(static_cast<uint32_t>(ticket + 1),
-                                     static_cast<uint32_t>((ticket + 1) >> 32),
-                                     static_cast<uint32_t>(fits ? kPersistentOk
-                                                                : kPersistentBatchTooLarge),
-                                     static_cast<uint32_t>(min(took, 0xffffffffull))));
+        // A release store orders the records before the answer (the barrier
+        // above made every thread's stores this thread's): cheaper than a
+        // fence and a plain store.  The fence after it pushes the answer out
+        // at once; without it the answer at times lingered on the GPU for
+        // microseconds.  Measured on an H200 (bench/README.md).
+        store_release_sys_v4(&launch.control->jobs[slot].answer,
+                             make_uint4(static_cast<uint32_t>(ticket + 1),
+                                        static_cast<uint32_t>((ticket + 1) >> 32),
+                                        static_cast<uint32_t>(fits ? kPersistentOk
+                                                                   : kPersistentBatchTooLarge),
+                                        static_cast<uint32_t>(min(took, 0xffffffffull))));
+        __threadfence_system();
       }
       // The other blocks skip a job block 0 did alone; tell them after answering.
       if (!fanned_out) atomicExch(&fan->announce, (ticket + 1) << 1);
@@ -295,10 +304,10 @@ cudaError_t persistent_max_blocks(int device, unsigned *blocks) {
   int per_sm = 0, sms = 0;
   cudaError_t e = cudaFuncSetAttribute(persistent_kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kSharedStageBytes);
+                                       kDynamicSharedBytes);
   if (e != cudaSuccess) return e;
   e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_kernel,
-                                                    kPersistentThreads, kSharedStageBytes);
+                                                    kPersistentThreads, kDynamicSharedBytes);
   if (e != cudaSuccess) return e;
   e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
@@ -311,7 +320,7 @@ cudaError_t launch_persistent(const PersistentLaunch &launch, cudaStream_t strea
   void *params[] = {&args};
   cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<void *>(persistent_kernel),
                                               dim3(launch.blocks), dim3(kPersistentThreads),
-                                              params, kSharedStageBytes, stream);
+                                              params, kDynamicSharedBytes, stream);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }

@@ -4,6 +4,7 @@
 // meson) or the GPP_SHARED_DATA_DIR environment variable.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <random>
 
 #include <cstdlib>
@@ -203,6 +204,31 @@ TEST(RssVectors, ToeplitzWordsSumToTheByteHash) {
       }
       ASSERT_EQ(reference_toeplitz(key, gpp::kRssKeySize, in), by_words) << words << " words";
     }
+  }
+}
+
+// The persistent kernel hashes through an RssTable: every word at every
+// offset an input word can take must hash as toeplitz_word() does.
+TEST(RssVectors, TableHashesLikeTheKey) {
+  std::mt19937 rng(40);
+  auto table = std::make_unique<gpp::detail::RssTable>();
+  for (const uint8_t *key : {gpp::kDefaultRssKey, kOtherKey}) {
+    table->fill(key, 0, 1);
+    for (int offset = 0; offset + 4 <= gpp::detail::kRssMaxInputBytes; offset += 4)
+      for (int trial = 0; trial < 4000; ++trial) {
+        const uint32_t word = trial < 32 ? uint32_t{1} << trial : static_cast<uint32_t>(rng());
+        ASSERT_EQ(gpp::detail::toeplitz_word(key, offset, word), table->word(offset, word))
+            << "offset " << offset << " word " << word;
+      }
+  }
+  // And whole packets: the verification vectors through process_packet().
+  table->fill(gpp::kDefaultRssKey, 0, 1);
+  const gpp::CoreConfig cfg = make_config();
+  for (const RssVector &v : vectors()) {
+    const GppResult r = parse_vector(v, kTcp, cfg);
+    EXPECT_EQ(v.hash_ip_l4, gpp::detail::rss_hash(cfg, r, [&](int offset, uint32_t word) {
+                return table->word(offset, word);
+              })) << describe(v);
   }
 }
 
