@@ -540,11 +540,13 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
     }
   }
 
-  std::lock_guard<std::mutex> lock (st->lock);
-  st->outstanding--;
-  if (flow != GST_FLOW_OK && st->last_flow == GST_FLOW_OK)
-    st->last_flow = flow;
-  st->changed.notify_all ();
+  {
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->outstanding--;
+    if (flow != GST_FLOW_OK && st->last_flow == GST_FLOW_OK)
+      st->last_flow = flow;
+  }
+  st->changed.notify_all ();    /* outside the lock, as in submit: the chain may want it */
 }
 
 /* Queues a serialized event behind the batches in flight, or sends it now. */
@@ -917,15 +919,22 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     st->changed.notify_all ();
     return GST_FLOW_ERROR;
   }
-  std::lock_guard<std::mutex> lock (st->lock);
-  st->queue.push_back (item);
-  st->queued++;
+  guint in_flight;
+  GstFlowReturn last_flow;
   {
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->max_in_flight = MAX (self->stats->max_in_flight, st->gpu_in_flight);
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->queue.push_back (item);
+    in_flight = st->gpu_in_flight;
+    last_flow = st->last_flow;
+    /* Last, and everything else outside the lock: the task spins on `queued`
+     * and then takes the lock, and a contended lock puts a thread to sleep
+     * (microseconds to wake it, on every batch). */
+    st->queued++;
   }
   st->changed.notify_all ();
-  return st->last_flow;
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  self->stats->max_in_flight = MAX (self->stats->max_in_flight, in_flight);
+  return last_flow;
 }
 
 static GstFlowReturn
