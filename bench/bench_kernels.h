@@ -42,7 +42,7 @@ constexpr unsigned kPingPongPayloadThreads = 256;
 enum class AnswerStyle : uint32_t {
   FenceThenStore,    // fence.sc.sys, then a volatile store
   StoreRelease,      // st.release.sys: the fence folded into the store
-  StoreReleaseFence, // st.release.sys, then fence.sc.sys to push it out (the persistent kernel's)
+  StoreReleaseFence, // st.release.sys, then fence.sc.sys to push it out
 };
 
 // <<<1, kPingPongPayloadThreads>>> of a ping-pong kernel that, before each

@@ -524,7 +524,7 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
        kPayloadRecordBytes, true, AS::FenceThenStore, {}},
       {"same, answer by st.release.sys", kPayloadBatchBytes, kPayloadRecordBytes, true,
        AS::StoreRelease, {}},
-      {"same, answer by st.release.sys, then a fence (persistent's way)", kPayloadBatchBytes,
+      {"same, answer by st.release.sys, then a fence", kPayloadBatchBytes,
        kPayloadRecordBytes, true, AS::StoreReleaseFence, {}},
   };
   run.phase("A: payload ping-pong", 60);
@@ -563,10 +563,10 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
                     "16-byte stores and fences (__threadfence_system): the floor under one "
                     "64-packet persistent job, without the parse.  \"host reads\" adds the host "
                     "copying the records out after each answer, as a consumer would (it also "
-                    "checks they are there).  The last rows publish the answer as the persistent "
-                    "kernel does: a release store orders the records before it without a separate "
-                    "fence, and a fence after it pushes it out (without one the answer at times "
-                    "lingers on the GPU for microseconds).");
+                    "checks they are there).  The last rows publish the answer by a release store, "
+                    "which orders the records before it without a separate fence, then with a "
+                    "system fence after it (the persistent kernel uses a release fence there: it "
+                    "pushes the answer out, as the full fence does, and keeps L1).");
   run.report.add_table(t);
 }
 // ---- section B: the grid, engine-only ----------------------------------------------------
