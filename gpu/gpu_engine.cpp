@@ -385,7 +385,13 @@ private:
   // each tagged with the ticket.
   void post(uint64_t ticket, uint32_t count, uint32_t batch_size, uint32_t linktype,
             uint64_t batch_bits, uint64_t results_bits) {
-    PersistentJob &job = control()->jobs[ticket % slots_];
+    write_job(control()->jobs[ticket % slots_], ticket, count, batch_size, linktype, batch_bits,
+              results_bits);
+  }
+
+  // Writes `job`'s words as those of job `ticket`.
+  static void write_job(PersistentJob &job, uint64_t ticket, uint32_t count, uint32_t batch_size,
+                        uint32_t linktype, uint64_t batch_bits, uint64_t results_bits) {
     const uint32_t tag = static_cast<uint32_t>(ticket + 1);
     const uint64_t tag16 = static_cast<uint64_t>(tag & 0xffffu) << kPersistentTagShift;
     const PersistentJobBuffers buffers{batch_bits | tag16, results_bits | tag16};
@@ -409,9 +415,9 @@ private:
     try {
       GPP_CUDA_TRY(cudaSetDevice(device_));
       GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
-      // The last stop job sits at this ticket's slot: retag it as an older job.
-      const PersistentJobHead stale{static_cast<uint32_t>(head_), 0, 0, 0};
-      store16(&control()->jobs[head_ % slots_].head, &stale);
+      // The last stop job sits in this ticket's slot, tagged as this ticket:
+      // retag both its words as the ticket before, which no kernel awaits.
+      write_job(control()->jobs[head_ % slots_], head_ - 1, 0, 0, 0, 0, 0);
       PersistentLaunch launch{};
       launch.control = device_control_;
       launch.state = state_.get<PersistentDeviceState>();
