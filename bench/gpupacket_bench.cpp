@@ -959,8 +959,9 @@ std::string ratio_gap(double measured, double target, const std::string &unit) {
 }
 
 // What the PCIe traffic of a 64-packet job costs with no work at all (the
-// payload ping-pong, host reading the records), against the ping-pong's p99:
-// the floor under the persistent latency target.
+// payload ping-pong, host reading the records, with the cheapest answer of
+// the rows), against the ping-pong's p99: the floor under the persistent
+// latency target.
 std::string job_floor(const Run &run) {
   for (const auto &probe : run.payload_probes)
     if (probe.read_bytes == kPayloadBatchBytes && probe.write_bytes == kPayloadRecordBytes &&
@@ -995,9 +996,12 @@ void targets(Run &run, const Grid *grid) {
                               workload + ", <= 3x raw persistent ping-pong p99";
     const auto key = run.element_key.find(workload);
     if (key == run.element_key.end() || !key->second.stats_batches || !key->second.error.empty()) {
+      const std::string failure = key != run.element_key.end() && !key->second.error.empty()
+                                      ? key->second.error
+                                      : run.gst_error;
       const std::string why = run.opt.cpu_only ? "--cpu-only"
                               : !run.opt.gst   ? "run with --gst"
-                                               : "element run failed: " + run.gst_error;
+                                               : "element run failed: " + failure;
       if (acl) not_measured(name1, "<= 10 us", why);
       not_measured(name2, "<= 3.00x", why);
       continue;

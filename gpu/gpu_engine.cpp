@@ -330,6 +330,10 @@ public:
                "); raise pool-size";
       return false;
     }
+    if (count == kPersistentStopJob) { // that count means "stop" to the kernel
+      *error = "a batch of " + std::to_string(count) + " packets cannot be posted";
+      return false;
+    }
     const uint64_t batch_bits = reinterpret_cast<uintptr_t>(batch);
     const uint64_t results_bits = reinterpret_cast<uintptr_t>(results);
     if ((batch_bits | results_bits) >> kPersistentTagShift) {
@@ -474,6 +478,9 @@ private:
         next_check = clock::now() + std::chrono::milliseconds(1);
         // The kernel may have died (e.g. a fault): then the stream reports it.
         const cudaError_t e = poll_stream ? cudaStreamQuery(stream_.get()) : cudaErrorNotReady;
+        // A kernel that answered and was then stopped (a restart by the
+        // submitting thread meanwhile) has ended normally for this job.
+        if (e == cudaSuccess && done->load(std::memory_order_acquire) >= ticket + 1) break;
         if (e != cudaErrorNotReady)
           return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
                        "persistent kernel stopped unexpectedly", error);

@@ -93,8 +93,8 @@ struct alignas(16) PersistentAnswer {
 constexpr unsigned kPersistentTagShift = 48;
 
 // PersistentJobHead::packet_count of the job that stops the kernel.  It is
-// posted at the next ticket without taking it: a new launch clears that
-// slot's head and starts at the same ticket.
+// posted at the next ticket without taking it: a new launch retags that
+// slot's words as an older ticket's and starts at the same ticket.
 constexpr uint32_t kPersistentStopJob = UINT32_MAX;
 
 struct alignas(128) PersistentJob { // one cache line for the host's writes...

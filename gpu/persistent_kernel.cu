@@ -37,6 +37,16 @@ __device__ __forceinline__ void store_release_sys_v4(void *p, uint4 v) {
                "r"(v.z), "r"(v.w)
                : "memory");
 }
+// Orders this thread's earlier stores before its later ones, system-wide.
+// A release-only fence (PTX 8.6, sm_90) keeps L1; older toolkits and GPUs
+// get the acquire-release fence, which also empties it.
+__device__ __forceinline__ void fence_release_sys() {
+#if __CUDA_ARCH__ >= 900 && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+  asm volatile("fence.release.sys;" ::: "memory");
+#else
+  asm volatile("fence.acq_rel.sys;" ::: "memory");
+#endif
+}
 __device__ __forceinline__ unsigned long long load_acquire_gpu(const unsigned long long *p) {
   unsigned long long v;
   asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
@@ -273,7 +283,12 @@ __global__ void __launch_bounds__(kPersistentThreads)
         // before its arrival; the last block to arrive then sees them all.
         __threadfence_system();
         last = atomicAdd(&fan->arrived, 1u) == gridDim.x - 1;
-        if (last) atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+        if (last) {
+          // Acquire: the other blocks' fenced records are then ordered before
+          // this block's release of the answer.
+          asm volatile("fence.acq_rel.gpu;" ::: "memory");
+          atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+        }
       }
       if (last) {
         // Published by block 0 before its announce, which this block acquired.
@@ -293,7 +308,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
                                         static_cast<uint32_t>(fits ? kPersistentOk
                                                                    : kPersistentBatchTooLarge),
                                         static_cast<uint32_t>(min(took, 0xffffffffull))));
-        asm volatile("fence.release.sys;" ::: "memory");
+        fence_release_sys();
       }
       // The other blocks skip a job block 0 did alone; tell them after answering.
       if (!fanned_out) atomicExch(&fan->announce, (ticket + 1) << 1);
