@@ -2,11 +2,15 @@
 
 #include "read_file.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <sstream>
@@ -76,8 +80,41 @@ std::string trim(const std::string &s) {
   return s.substr(a, b - a + 1);
 }
 
-// The content strings of one rule, in order, with their nocase flags.
-bool parse_rule_contents(const std::string &line, std::vector<DpiPattern> *out, std::string *why) {
+// One content of a rule, as its options describe it.
+struct RuleContent {
+  DpiPattern pattern;
+  bool negated = false;
+  bool fast_pattern = false;
+  size_t fast_offset = 0, fast_length = std::string::npos; // the slice fast_pattern names
+};
+
+// Parses `fast_pattern`'s value: empty or "only" (the whole content), or
+// "OFFSET,LENGTH" (that slice of it, Suricata's "chop" form).
+bool apply_fast_pattern(const std::string &value, RuleContent *content, std::string *why) {
+  content->fast_pattern = true;
+  if (value.empty() || value == "only") return true;
+  const size_t comma = value.find(',');
+  char *end = nullptr;
+  const std::string off_text = trim(value.substr(0, comma));
+  const std::string len_text = comma == std::string::npos ? "" : trim(value.substr(comma + 1));
+  const unsigned long off = std::strtoul(off_text.c_str(), &end, 10);
+  const bool off_ok = !off_text.empty() && *end == '\0' && std::isdigit(static_cast<unsigned char>(off_text[0]));
+  const unsigned long len = std::strtoul(len_text.c_str(), &end, 10);
+  const bool len_ok = !len_text.empty() && *end == '\0' && std::isdigit(static_cast<unsigned char>(len_text[0]));
+  const std::string &bytes = content->pattern.bytes;
+  if (!off_ok || !len_ok || len == 0 || off > bytes.size() || len > bytes.size() - off) {
+    *why = "fast_pattern:" + value + " is not \"only\" or OFFSET,LENGTH inside its " +
+           std::to_string(bytes.size()) + "-byte content";
+    return false;
+  }
+  content->fast_offset = off;
+  content->fast_length = len;
+  return true;
+}
+
+// The contents of one rule, in order, with their modifiers, and its sid.
+bool parse_rule_contents(const std::string &line, std::vector<RuleContent> *out, uint32_t *sid,
+                         std::string *why) {
   const size_t open = line.find('(');
   if (open == std::string::npos) {
     *why = "a rule without an option list";
@@ -112,29 +149,69 @@ bool parse_rule_contents(const std::string &line, std::vector<DpiPattern> *out, 
     *why = "option \"" + rest + "\" is not ended by ';'";
     return false;
   }
-  bool last_is_content = false;
+  *sid = 0;
   for (const std::string &opt : options) {
-    if (opt.compare(0, 8, "content:") == 0) {
-      std::string value = trim(opt.substr(8));
-      const bool negated = !value.empty() && value[0] == '!';
-      if (negated) value = trim(value.substr(1));
-      if (value.size() < 2 || value.front() != '"' || value.back() != '"') {
+    const size_t colon = opt.find(':');
+    const std::string key = trim(opt.substr(0, colon));
+    const std::string value = colon == std::string::npos ? "" : trim(opt.substr(colon + 1));
+    if (key == "content") {
+      RuleContent c;
+      std::string quoted_value = value;
+      c.negated = !quoted_value.empty() && quoted_value[0] == '!';
+      if (c.negated) quoted_value = trim(quoted_value.substr(1));
+      if (quoted_value.size() < 2 || quoted_value.front() != '"' || quoted_value.back() != '"') {
         *why = "content is not a quoted string: " + opt;
         return false;
       }
-      DpiPattern p;
-      if (!decode(value.substr(1, value.size() - 2), true, &p.bytes, why)) return false;
-      if (p.bytes.empty()) {
+      if (!decode(quoted_value.substr(1, quoted_value.size() - 2), true, &c.pattern.bytes, why))
+        return false;
+      if (c.pattern.bytes.empty()) {
         *why = "empty content";
         return false;
       }
-      last_is_content = !negated;
-      if (!negated) out->push_back(p);
-    } else if (opt == "nocase") {
-      if (last_is_content) out->back().nocase = true;
+      out->push_back(c);
+    } else if (key == "nocase" || key == "fast_pattern") {
+      // Modifiers of the content before them.
+      if (out->empty()) {
+        *why = key + " before any content";
+        return false;
+      }
+      if (key == "nocase") out->back().pattern.nocase = true;
+      else if (!apply_fast_pattern(value, &out->back(), why)) return false;
+    } else if (key == "sid") {
+      char *end = nullptr;
+      const unsigned long n = std::strtoul(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || n > 0xffffffffu) {
+        *why = "sid:" + value + " is not a number";
+        return false;
+      }
+      *sid = static_cast<uint32_t>(n);
     }
   }
+  for (RuleContent &c : *out) c.pattern.sid = *sid;
   return true;
+}
+
+// The patterns a rule gives under `select`.
+void select_patterns(const std::vector<RuleContent> &contents, DpiSelect select,
+                     std::vector<DpiPattern> *patterns) {
+  if (select == DpiSelect::All) {
+    for (const RuleContent &c : contents)
+      if (!c.negated) patterns->push_back(c.pattern);
+    return;
+  }
+  const RuleContent *chosen = nullptr;
+  for (const RuleContent &c : contents) {
+    if (c.negated) continue;
+    if (c.fast_pattern) {
+      chosen = &c;
+      break;
+    }
+    if (!chosen || c.pattern.bytes.size() > chosen->pattern.bytes.size()) chosen = &c;
+  }
+  if (!chosen) return;
+  patterns->push_back(chosen->pattern);
+  patterns->back().bytes = chosen->pattern.bytes.substr(chosen->fast_offset, chosen->fast_length);
 }
 
 // One automaton over the patterns of one kind; returns the state count.
@@ -314,36 +391,59 @@ void DpiPatternSet::naive_scan(const uint8_t *payload, uint32_t len, int32_t *pa
   }
 }
 
-std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
-                                                        const std::string &name,
-                                                        std::string *error) {
-  auto set = std::make_shared<DpiPatternSet>();
+const char *dpi_select_name(DpiSelect select) {
+  return select == DpiSelect::FastPattern ? "fast-pattern" : "all";
+}
+
+bool dpi_select_from_name(const std::string &name, DpiSelect *select) {
+  for (DpiSelect s : {DpiSelect::All, DpiSelect::FastPattern})
+    if (name == dpi_select_name(s)) {
+      *select = s;
+      return true;
+    }
+  return false;
+}
+
+namespace {
+
+// Adds the patterns of one file's text to `set`.
+bool collect_patterns(const std::string &text, const std::string &name, DpiSelect select,
+                      DpiPatternSet *set, std::string *error) {
   std::istringstream in(text);
   std::string line;
+  std::vector<RuleContent> contents;
   for (int number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     std::string why;
     if (is_rule(t)) {
-      if (!parse_rule_contents(t, &set->patterns, &why)) {
+      contents.clear();
+      uint32_t sid = 0;
+      if (!parse_rule_contents(t, &contents, &sid, &why)) {
         *error = name + ":" + std::to_string(number) + ": " + why;
-        return nullptr;
+        return false;
       }
+      select_patterns(contents, select, &set->patterns);
     } else {
       DpiPattern p;
       if (!decode(line, false, &p.bytes, &why) || (p.bytes.empty() && (why = "empty pattern", true))) {
         *error = name + ":" + std::to_string(number) + ": " + why;
-        return nullptr;
+        return false;
       }
       set->patterns.push_back(p);
     }
     if (set->patterns.size() > kMaxDpiPatterns) {
       *error = name + ":" + std::to_string(number) + ": more than " +
                std::to_string(kMaxDpiPatterns) + " patterns";
-      return nullptr;
+      return false;
     }
   }
+  return true;
+}
+
+std::shared_ptr<const DpiPatternSet> built(std::shared_ptr<DpiPatternSet> set,
+                                           const std::string &name, std::string *error) {
   std::string why;
   if (!build_blob(*set, &why)) {
     *error = name + ": " + why;
@@ -352,10 +452,54 @@ std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
   return set;
 }
 
-std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error) {
-  std::string text;
-  if (!read_text_file(path, 64 << 20, "a pattern file", &text, error)) return nullptr;
-  return parse_dpi_patterns(text, path, error);
+constexpr std::streamoff kMaxPatternText = 64 << 20; // all files of one set together
+
+} // namespace
+
+std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
+                                                        const std::string &name,
+                                                        std::string *error, DpiSelect select) {
+  auto set = std::make_shared<DpiPatternSet>();
+  if (!collect_patterns(text, name, select, set.get(), error)) return nullptr;
+  return built(std::move(set), name, error);
+}
+
+std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error,
+                                                       DpiSelect select) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::string text;
+    if (!read_text_file(path, kMaxPatternText, "a pattern file", &text, error)) return nullptr;
+    return parse_dpi_patterns(text, path, error, select);
+  }
+  // A rule folder: its *.rules files in name order.
+  std::vector<std::string> files;
+  if (DIR *dir = opendir(path.c_str())) {
+    while (const dirent *e = readdir(dir)) {
+      const std::string n = e->d_name;
+      if (n.size() > 6 && n.compare(n.size() - 6, 6, ".rules") == 0) files.push_back(n);
+    }
+    closedir(dir);
+  } else {
+    *error = path + ": cannot open: " + std::strerror(errno);
+    return nullptr;
+  }
+  if (files.empty()) {
+    *error = path + ": a directory without *.rules files";
+    return nullptr;
+  }
+  std::sort(files.begin(), files.end());
+  auto set = std::make_shared<DpiPatternSet>();
+  std::streamoff left = kMaxPatternText;
+  for (const std::string &f : files) {
+    const std::string file = path + "/" + f;
+    std::string text;
+    if (!read_text_file(file, left, "a pattern folder's files together", &text, error) ||
+        !collect_patterns(text, file, select, set.get(), error))
+      return nullptr;
+    left -= static_cast<std::streamoff>(text.size());
+  }
+  return built(std::move(set), path, error);
 }
 
 } // namespace gpp

@@ -10,7 +10,17 @@
 //   \" \; \\ escapes and |..| hex; `nocase` after a content makes that
 //   content case-insensitive; negated contents (content:!"...") are not
 //   patterns.  Commented-out rules (#alert ...) are skipped.
-// Pattern ids are 0-based in file order: pattern lines, or content strings.
+// Which contents of a rule become patterns is the selection (DpiSelect):
+// - All: every positive content, ids 0-based in file order of pattern lines
+//   and content strings (a literal-matching workload);
+// - FastPattern: as an IDS feeds its multi-pattern matcher (Suricata,
+//   Snort 3), one content per rule: the one marked `fast_pattern` (its
+//   `fast_pattern:OFFSET,LENGTH` slice where given), else the longest
+//   positive content (the first of equal ones); rules without a positive
+//   content give none.  Ids then number those rules in file order, and each
+//   pattern keeps its rule's sid.
+// The path may also name a directory: its *.rules files are read in name
+// order as one file (an IDS rule folder such as ET Open's).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +35,13 @@ namespace gpp {
 struct DpiPattern {
   std::string bytes;
   bool nocase = false;
+  uint32_t sid = 0; // the rule's sid: option, 0 for pattern lines and rules without one
 };
+
+enum class DpiSelect { All, FastPattern };
+// Names as the element's dpi-select property and the bench spell them.
+const char *dpi_select_name(DpiSelect select);
+bool dpi_select_from_name(const std::string &name, DpiSelect *select);
 
 class DpiPatternSet {
 public:
@@ -41,7 +57,9 @@ constexpr size_t kMaxDpiStates = 1u << 18; // per automaton: 256 MiB of tables, 
 
 std::shared_ptr<const DpiPatternSet> parse_dpi_patterns(const std::string &text,
                                                         const std::string &name,
-                                                        std::string *error);
-std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error);
+                                                        std::string *error,
+                                                        DpiSelect select = DpiSelect::All);
+std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, std::string *error,
+                                                       DpiSelect select = DpiSelect::All);
 
 } // namespace gpp

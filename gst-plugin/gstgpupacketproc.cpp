@@ -89,6 +89,10 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_ACL_RULES NULL
 #define DEFAULT_DPI_PATTERNS NULL
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
+#define DEFAULT_DPI_SELECT GST_GPU_PACKET_PROC_DPI_SELECT_ALL
+static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect::All &&
+    (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
+    "dpi-select values are gpp::DpiSelect's");
 
 constexpr int kModeCount = 5;
 /* Processing latency reported for a mode before it has run this many
@@ -120,6 +124,7 @@ enum
   PROP_ACL_RULES,
   PROP_DEFAULT_ACTION,
   PROP_DPI_PATTERNS,
+  PROP_DPI_SELECT,
   PROP_STATS,
 };
 
@@ -234,6 +239,7 @@ struct _GstGpuPacketProc
   gchar *dpi_path;
   gchar *dpi_error;
   std::shared_ptr<const gpp::DpiPatternSet> *dpi;
+  GstGpuPacketProcDpiSelect dpi_select;
 
   gint linktype;                /* from the sink caps; streaming thread */
   GppProcState *state;
@@ -290,6 +296,29 @@ gst_gpu_packet_proc_action_get_type (void)
 
   if (g_once_init_enter (&type)) {
     GType t = g_enum_register_static ("GstGpuPacketProcAction", actions);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
+gst_gpu_packet_proc_dpi_select_get_type (void)
+{
+  static GType type = 0;
+  /* Nicks from gpp::dpi_select_name, the loader's own names. */
+  static GEnumValue selects[] = {
+    {GST_GPU_PACKET_PROC_DPI_SELECT_ALL, "Every positive content of every rule "
+          "(ids number contents)", NULL},
+    {GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN, "One content per rule as an IDS "
+          "gives its multi-pattern matcher: the one marked fast_pattern, else the "
+          "longest (ids number rules)", NULL},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    for (GEnumValue * v = selects; v->value_name; v++)
+      v->value_nick = gpp::dpi_select_name ((gpp::DpiSelect) v->value);
+    GType t = g_enum_register_static ("GstGpuPacketProcDpiSelect", selects);
     g_once_init_leave (&type, t);
   }
   return type;
@@ -1273,9 +1302,20 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
         "ACL rules", &self->acl_path, &self->acl_error, self->acl);
     return;
   }
-  if (prop_id == PROP_DPI_PATTERNS) {
-    gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_dpi_patterns,
-        "DPI patterns", &self->dpi_path, &self->dpi_error, self->dpi);
+  if (prop_id == PROP_DPI_PATTERNS || prop_id == PROP_DPI_SELECT) {
+    /* A new selection reloads the current file with it. */
+    GST_OBJECT_LOCK (self);
+    if (prop_id == PROP_DPI_SELECT)
+      self->dpi_select = (GstGpuPacketProcDpiSelect) g_value_get_enum (value);
+    const auto select = (gpp::DpiSelect) self->dpi_select;
+    gchar *path = prop_id == PROP_DPI_PATTERNS ? g_value_dup_string (value)
+        : g_strdup (self->dpi_path);
+    GST_OBJECT_UNLOCK (self);
+    gst_gpu_packet_proc_set_file (self, path,
+        [select] (const std::string & p, std::string * error) {
+          return gpp::load_dpi_patterns (p, error, select);
+        }, "DPI patterns", &self->dpi_path, &self->dpi_error, self->dpi);
+    g_free (path);
     return;
   }
   if (prop_id == PROP_MODE) {
@@ -1399,6 +1439,9 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
     case PROP_DEFAULT_ACTION:
       g_value_set_enum (value, self->default_action);
       break;
+    case PROP_DPI_SELECT:
+      g_value_set_enum (value, self->dpi_select);
+      break;
     case PROP_DPI_PATTERNS:
       g_value_set_string (value, self->dpi_path);
       break;
@@ -1515,7 +1558,13 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "Pattern file (one literal per line, |41 42| hex escapes) or Snort/Suricata "
           "rule file (its content strings); each packet gets the smallest id of a "
           "pattern in its TCP/UDP payload and the number of occurrences. Swapped like "
-          "acl-rules while playing", DEFAULT_DPI_PATTERNS, rw_playing));
+          "acl-rules while playing. A directory loads its *.rules files in name "
+          "order (an IDS rule folder)", DEFAULT_DPI_PATTERNS, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DPI_SELECT,
+      g_param_spec_enum ("dpi-select", "DPI pattern selection",
+          "Which contents of the rules in dpi-patterns are matched (pattern lines "
+          "are always patterns); set while playing, the file is reloaded with it",
+          GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, DEFAULT_DPI_SELECT, rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: active-mode; batches, packets, bytes "
@@ -1543,6 +1592,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_WAIT, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MEMORY, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_ACTION, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, (GstPluginAPIFlags) 0);
   GST_DEBUG_CATEGORY_INIT (gst_gpu_packet_proc_debug, "gpupacketproc", 0,
       "GPU packet processor");
 }
@@ -1586,6 +1636,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->dpi_path = g_strdup (DEFAULT_DPI_PATTERNS);
   self->dpi_error = NULL;
   self->dpi = new std::shared_ptr<const gpp::DpiPatternSet> ();
+  self->dpi_select = DEFAULT_DPI_SELECT;
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();

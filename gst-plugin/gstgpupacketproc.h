@@ -34,6 +34,15 @@ typedef enum
   GST_GPU_PACKET_PROC_ACTION_DROP = 2,
 } GstGpuPacketProcAction;
 
+/* Which contents of a Snort/Suricata rule become DPI patterns (gpu/dpi_patterns.h). */
+typedef enum
+{
+  GST_GPU_PACKET_PROC_DPI_SELECT_ALL = 0,
+  GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN = 1,
+} GstGpuPacketProcDpiSelect;
+
+#define GST_TYPE_GPU_PACKET_PROC_DPI_SELECT (gst_gpu_packet_proc_dpi_select_get_type ())
+GType gst_gpu_packet_proc_dpi_select_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_ACTION (gst_gpu_packet_proc_action_get_type ())
 GType gst_gpu_packet_proc_action_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_MODE (gst_gpu_packet_proc_mode_get_type ())
