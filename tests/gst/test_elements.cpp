@@ -1764,6 +1764,29 @@ GST_START_TEST (test_proc_classification_files)
     fail_unless_equals_int (r[i].acl_rule, tcp ? 0 : -1);
     fail_unless_equals_int (r[i].dpi_scanned, 1);
   }
+  /* dpi-select: a rule's every content, or its one fast pattern (the
+   * longest here); set while playing, the file is reloaded with it. */
+  const std::string rule = write_temp ("gpp-fast.rules",
+      "alert ip any any -> any any (content:\"a\"; content:\"not-there\"; sid:7;)\n");
+  g_object_set (p.h->element, "dpi-patterns", rule.c_str (), NULL);
+  gint select = -1;
+  g_object_get (p.h->element, "dpi-select", &select, NULL);
+  GParamSpec *spec = g_object_class_find_property (G_OBJECT_GET_CLASS (p.h->element),
+      "dpi-select");
+  GEnumClass *selects = (GEnumClass *) g_type_class_ref (G_PARAM_SPEC_VALUE_TYPE (spec));
+  fail_unless_equals_string (g_enum_get_value (selects, select)->value_nick, "all");
+  g_type_class_unref (selects);
+  for (const GppResult & x : p.process (batch))    /* payloads are "abc..." */
+    fail_unless_equals_int (x.dpi_pattern, 0);
+  gst_util_set_object_arg (G_OBJECT (p.h->element), "dpi-select", "fast-pattern");
+  for (const GppResult & x : p.process (batch)) {
+    fail_unless_equals_int (x.dpi_scanned, 1);
+    fail_unless_equals_int (x.dpi_pattern, -1);
+  }
+  gst_util_set_object_arg (G_OBJECT (p.h->element), "dpi-select", "all");
+  g_object_set (p.h->element, "dpi-patterns", patterns.c_str (), NULL);
+  g_unlink (rule.c_str ());
+
   /* A new file while playing applies from the next batch. */
   g_object_set (p.h->element, "acl-rules", drop_udp.c_str (), NULL);
   r = p.process (batch);
