@@ -38,18 +38,25 @@ template <typename Fn> void parallel_for(size_t n, Fn fn) {
 bool Grid::build(const RuleSets &sets, const GridOptions &opt, const Phase &phase,
                  std::string *error) {
   opt_ = opt;
-  const uint32_t max_size = *std::max_element(opt.sizes.begin(), opt.sizes.end());
+  uint32_t max_size = 1;
+  for (const Cell &c : opt.cells)
+    for (uint32_t n : sizes(c)) max_size = std::max(max_size, n);
   const size_t pool_packets = std::max<size_t>(2 * max_size, 4096);
-  // Traffic and batches first (host vectors), then one arena for all.
+  // Traffic and batches first (host vectors), once per kind of traffic, then
+  // one arena for all.
   std::map<std::pair<std::string, uint32_t>, std::vector<std::vector<uint8_t>>> built;
   size_t arena_bytes = 1u << 20;
-  uint32_t seed = 1;
-  for (const Profile &p : profiles()) {
-    phase(std::string("B: traffic, ") + p.name, 120);
-    const auto frames = make_traffic(sets, p.traffic, pool_packets, seed++);
+  for (const Cell &c : opt.cells) {
+    const std::string key = traffic_key(c);
+    std::vector<uint32_t> todo;
+    for (uint32_t n : sizes(c))
+      if (!built.count({key, n})) todo.push_back(n);
+    if (todo.empty()) continue;
+    phase("B: traffic, " + key, 120);
+    const auto frames = cell_traffic(sets, c, pool_packets);
     size_t cursor = 0;
-    for (uint32_t n : opt.sizes) {
-      auto &v = built[{p.name, n}];
+    for (uint32_t n : todo) {
+      auto &v = built[{key, n}];
       for (unsigned k = 0; k < ring_length(opt, n); ++k) {
         gpp::BatchBuilder builder;
         builder.reset(GPP_LINKTYPE_ETHERNET);
@@ -97,54 +104,62 @@ bool Grid::build(const RuleSets &sets, const GridOptions &opt, const Phase &phas
       batches[kv.first].push_back(b);
     }
   }
-  // References: the CPU core over every batch, every workload, on all cores.
-  for (const Profile &p : profiles()) {
-    phase(std::string("B: CPU references, ") + p.name, 300);
-    for (const Workload &w : workloads()) {
-      std::vector<Ring *> rings;
-      for (uint32_t n : opt.sizes) {
-        Ring &ring = rings_[{p.name, w.name, n}];
-        ring.count = n;
-        ring.cfg = workload_config(w, sets);
-        ring.batches = batches.at({p.name, n});
-        ring.reference.assign(ring.batches.size(), std::vector<GppResult>(n));
-        rings.push_back(&ring);
-      }
-      std::vector<std::pair<Ring *, size_t>> jobs;
-      for (Ring *r : rings)
-        for (size_t k = 0; k < r->batches.size(); ++k) jobs.push_back({r, k});
-      parallel_for(jobs.size(), [&](size_t j) {
-        Ring *r = jobs[j].first;
-        const size_t k = jobs[j].second;
-        gpp::process_batch_range(r->batches[k].data, r->cfg, r->reference[k].data(), 0, r->count);
-      });
-      // Shares from the largest ring; a catch-all rule (ClassBench files end
-      // with one) does not count as a match.
-      const gpp::AclRuleSet *acl = w.acl10k ? sets.acl10k.get() : w.acl1k ? sets.acl1k.get() : nullptr;
-      auto specific = [acl](int32_t rule) {
-        if (!acl || rule < 0 || static_cast<size_t>(rule) >= acl->rules.size()) return false;
-        return !catch_all(acl->rules[rule]);
-      };
-      const Ring &big = *rings.back();
-      uint64_t packets = 0, matched = 0, hits = 0, wire = 0;
-      for (size_t k = 0; k < big.batches.size(); ++k) {
-        wire += big.batches[k].wire_bytes;
-        for (const GppResult &res : big.reference[k]) {
-          ++packets;
-          matched += specific(res.acl_rule);
-          hits += res.dpi_hits > 0;
-        }
-      }
-      TrafficShare s;
-      if (packets) {
-        s.acl_matched = w.acl1k || w.acl10k ? double(matched) / packets : kNaN;
-        s.dpi_hit = w.dpi ? double(hits) / packets : kNaN;
-        s.mean_wire_bytes = double(wire) / packets;
-      }
-      shares_[{p.name, w.name}] = s;
+  // References: the CPU core over every batch of every cell, on all cores.
+  for (const Cell &c : opt.cells) {
+    const Profile &p = *c.profile;
+    const Workload &w = *c.workload;
+    phase(std::string("B: CPU references, ") + p.name + " " + w.name, 300);
+    std::vector<Ring *> rings;
+    for (uint32_t n : sizes(c)) {
+      Ring &ring = rings_[{p.name, w.name, n}];
+      ring.count = n;
+      ring.cfg = workload_config(w, sets);
+      ring.batches = batches.at({traffic_key(c), n});
+      ring.reference.assign(ring.batches.size(), std::vector<GppResult>(n));
+      rings.push_back(&ring);
     }
+    std::vector<std::pair<Ring *, size_t>> jobs;
+    for (Ring *r : rings)
+      for (size_t k = 0; k < r->batches.size(); ++k) jobs.push_back({r, k});
+    parallel_for(jobs.size(), [&](size_t j) {
+      Ring *r = jobs[j].first;
+      const size_t k = jobs[j].second;
+      gpp::process_batch_range(r->batches[k].data, r->cfg, r->reference[k].data(), 0, r->count);
+    });
+    // Shares from the largest ring; a catch-all rule (ClassBench files end
+    // with one) does not count as a match.
+    const AclSet *acl_set = sets.find_acl(w.acl);
+    const gpp::AclRuleSet *acl = acl_set ? acl_set->rules.get() : nullptr;
+    auto specific = [acl](int32_t rule) {
+      if (!acl || rule < 0 || static_cast<size_t>(rule) >= acl->rules.size()) return false;
+      return !catch_all(acl->rules[rule]);
+    };
+    const Ring &big = *rings.back();
+    uint64_t packets = 0, matched = 0, hit = 0, hits = 0, wire = 0, payload = 0;
+    for (size_t k = 0; k < big.batches.size(); ++k) {
+      wire += big.batches[k].wire_bytes;
+      for (const GppResult &res : big.reference[k]) {
+        ++packets;
+        matched += specific(res.acl_rule);
+        hit += res.dpi_hits > 0;
+        hits += res.dpi_hits;
+        payload += res.dpi_scanned ? res.payload_length : 0;
+      }
+    }
+    TrafficShare s;
+    if (packets) {
+      s.acl_matched = acl ? double(matched) / packets : kNaN;
+      s.dpi_hit = w.dpi ? double(hit) / packets : kNaN;
+      s.dpi_hits_per_kb = w.dpi && payload ? hits * 1024.0 / payload : kNaN;
+      s.mean_wire_bytes = double(wire) / packets;
+    }
+    shares_[{p.name, w.name}] = s;
   }
   return true;
+}
+
+bool Grid::has(const std::string &profile, const std::string &workload) const {
+  return shares_.count({profile, workload}) != 0;
 }
 
 const Ring *Grid::ring(const std::string &profile, const std::string &workload,
@@ -250,9 +265,10 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
       continue;
     }
     bool broken = false;
-    for (const Profile &p : profiles()) {
-      for (const Workload &w : workloads()) {
-        for (uint32_t n : opt_.sizes) {
+    for (const Cell &c : opt_.cells) {
+      const Profile &p = *c.profile;
+      const Workload &w = *c.workload;
+      for (uint32_t n : sizes(c)) {
           if (broken) break;
           const std::string where = spec.name + " " + p.name + " " + w.name + " " +
                                     std::to_string(n);
@@ -278,7 +294,6 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
             errors->push_back("B " + where + ": " +
                               std::to_string(pt.latency.parity_failed + pt.throughput.parity_failed) +
                               " batch(es) differ from the CPU reference");
-        }
       }
     }
     phase("B: " + spec.name + " teardown", 60);
@@ -286,14 +301,15 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
   }
   // The host's CPU ceiling: every core on batches of its own.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  for (const Profile &p : profiles())
-    for (const Workload &w : workloads())
-      for (uint32_t n : opt_.sizes) {
-        phase("B: " + parallel_name() + " " + p.name + " " + w.name + " " + std::to_string(n),
-              point_budget);
-        GridPoint &pt = points_[{parallel_name(), p.name, w.name, n}];
-        pt.throughput = run_cpu_parallel(rings_.at({p.name, w.name, n}), cores, opt_.tput_seconds);
-      }
+  for (const Cell &c : opt_.cells)
+    for (uint32_t n : sizes(c)) {
+      const Profile &p = *c.profile;
+      const Workload &w = *c.workload;
+      phase("B: " + parallel_name() + " " + p.name + " " + w.name + " " + std::to_string(n),
+            point_budget);
+      GridPoint &pt = points_[{parallel_name(), p.name, w.name, n}];
+      pt.throughput = run_cpu_parallel(rings_.at({p.name, w.name, n}), cores, opt_.tput_seconds);
+    }
 }
 
 } // namespace gppbench

@@ -20,7 +20,9 @@ struct GridOptions {
   bool quick = false, cpu_only = false;
   int device = 0;
   unsigned streams = 4;
-  std::vector<uint32_t> sizes;     // batch sizes, packets
+  std::vector<uint32_t> sizes;     // batch sizes, packets, of the stress cells
+  std::vector<uint32_t> realistic_sizes; // of the realistic cells
+  std::vector<Cell> cells;         // what to measure (stress_cells(), realistic_cells())
   double tput_seconds = 0.12;      // per throughput point
   double latency_seconds = 0.06;   // per latency point, once min_samples are in
   unsigned latency_iters_small = 300, latency_iters_large = 100; // <= / > 256 packets
@@ -39,6 +41,7 @@ struct GridPoint {
 // What the traffic made the classifiers do, from the CPU references.
 struct TrafficShare {
   double acl_matched = kNaN, dpi_hit = kNaN; // shares of packets
+  double dpi_hits_per_kb = kNaN;             // occurrences per KiB of scanned payload
   double mean_wire_bytes = kNaN;
 };
 
@@ -60,6 +63,10 @@ public:
   std::vector<std::vector<uint8_t>> batch_bytes(const std::string &profile, uint32_t batch) const;
 
   const GridOptions &options() const { return opt_; }
+  const std::vector<uint32_t> &sizes(const Cell &c) const {
+    return c.workload->realistic ? opt_.realistic_sizes : opt_.sizes;
+  }
+  bool has(const std::string &profile, const std::string &workload) const;
   std::vector<std::string> engine_names() const;
   std::string parallel_name() const; // "cpu-Nx1"
   const GridPoint *point(const std::string &engine, const std::string &profile,

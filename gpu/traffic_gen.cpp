@@ -147,9 +147,24 @@ void TrafficGenerator::build(const Flow &f, uint32_t length, bool fragment) {
   uint8_t *seg = ip + l3;
   uint8_t *payload = seg + l4;
   const uint32_t payload_length = l4_length - l4;
-  for (uint32_t i = 0; i < payload_length; ++i) payload[i] = static_cast<uint8_t>(rng_());
-  if (spec_.dpi && !spec_.dpi->patterns.empty() && l4 && (f.proto == 6 || f.proto == 17) &&
-      std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.dpi_rate) {
+  const std::string *source = spec_.payload_source;
+  if (source && !source->empty()) {
+    size_t at = rng_() % source->size();
+    for (uint32_t i = 0; i < payload_length; ++i, at = at + 1 == source->size() ? 0 : at + 1)
+      payload[i] = static_cast<uint8_t>((*source)[at]);
+  } else {
+    for (uint32_t i = 0; i < payload_length; ++i) payload[i] = static_cast<uint8_t>(rng_());
+  }
+  const bool carries = spec_.dpi && !spec_.dpi->patterns.empty() && l4 && (f.proto == 6 || f.proto == 17);
+  if (carries && spec_.dpi_every) {
+    // Patterns one after another, each in its own dpi_every-byte stretch.
+    for (uint32_t at = 0; at < payload_length; at += spec_.dpi_every) {
+      const std::string &pattern = spec_.dpi->patterns[rng_() % spec_.dpi->patterns.size()].bytes;
+      const uint32_t room = std::min(spec_.dpi_every, payload_length - at);
+      if (pattern.size() <= room)
+        std::memcpy(payload + at + rng_() % (room - pattern.size() + 1), pattern.data(), pattern.size());
+    }
+  } else if (carries && std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.dpi_rate) {
     const std::string &pattern = spec_.dpi->patterns[rng_() % spec_.dpi->patterns.size()].bytes;
     if (pattern.size() <= payload_length)
       std::memcpy(payload + rng_() % (payload_length - pattern.size() + 1), pattern.data(),

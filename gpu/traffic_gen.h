@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "acl_rules.h"
@@ -30,6 +31,12 @@ struct TrafficSpec {
   const AclRuleSet *acl = nullptr;
   double dpi_rate = 0;                 // share of packets carrying a pattern
   const DpiPatternSet *dpi = nullptr;
+  // Payload bytes: random unless a source is given, then a slice of it from a
+  // random offset (wrapping): text or payloads carved from captures.
+  const std::string *payload_source = nullptr;
+  // > 0: the worst case for DPI: every TCP/UDP payload carries a pattern
+  // about every dpi_every bytes (dpi_rate is then ignored).
+  uint32_t dpi_every = 0;
 };
 
 class TrafficGenerator {
