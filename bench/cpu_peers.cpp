@@ -1,252 +1,615 @@
 // gpupacket-cpu-peers: the field's CPU libraries on the same rules and traffic
-// as gpupacket's classification stages, on all host cores, side by side:
-// DPDK rte_acl against gpupacket's ACL, Hyperscan against its DPI.  Checks
-// that both give the same answers on every packet, then prints a table of
-// packets per second.  Needs no GPU; run on the GPU host for the report.
+// as gpupacket's classification stages, on one core and on all cores, side by
+// side: DPDK rte_acl against gpupacket's ACL, Hyperscan against its DPI.
+// Checks that both give the same answers on every packet, then prints each
+// item's 1-core and N-core packet rates and their ratio.  Needs no GPU; run
+// on the GPU host for the report.
 //
-//   gpupacket-cpu-peers [--quick] [--threads N] [--csv FILE] DATA_DIR
+//   gpupacket-cpu-peers [--quick] [--threads N] [--min-ms MS] [--csv FILE]
+//                       [--test-acl PATH] DATA_DIR
 //
-// --csv FILE also runs gpupacket-bench's full workload (the derived 10k ACL
-// set and the ET Open scan patterns, bench/workloads.h) on the bench's own
-// traffic for each profile and writes one row per figure:
-// profile,workload,item,threads,packets,mpps,differences.  Both libraries run
-// on every packet, so their combined rate is 1 / (1/acl_pps + 1/hs_pps).
-#include <arpa/inet.h>
+// Workers are pinned one per CPU of the set the process was allowed before
+// rte_eal_init (peer_workers.h says why); N defaults to all of them.  Every
+// timed point runs each worker for at least MS milliseconds (100, --quick 10)
+// after set-up, all starting together; N-core Mpps = the sum of per-worker
+// rates.
+//
+// --test-acl PATH (dpdk-test-acl, DPDK's own benchmark) cross-checks the
+// harness's rte_acl rate and answers against it (peer_test_acl.h).
+//
+// --cells (implied by --csv FILE) also measures gpupacket-bench's cells on the
+// frames the bench's grid uses (bench/workloads.h cell_traffic): every full
+// workload (ACL + DPI: the stress one and the realistic ones, real ClassBench
+// 10k sets and ET Open 2024 fast patterns over real, HTTP and dense payloads)
+// and each real 10k ACL set alone.  Per cell rte_acl, Hyperscan and the CPU
+// pipeline (per packet gpupacket's parse + RSS, then rte_acl, then Hyperscan:
+// what a user builds on the CPU from the best parts), each on 1 and N cores,
+// the pipeline's answers checked against gpupacket's on every packet.  With
+// --csv the figures go to FILE, one row per figure:
+// profile,workload,item,threads,packets,mpps,differences, 1-core rows
+// (threads=1) before N-core ones; gpupacket-bench --peers-csv reads them.
 #include <hs/hs.h>
 #include <rte_acl.h>
 #include <rte_eal.h>
+#include <rte_errno.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <map>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <functional>
+#include <exception>
+#include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "acl_rules.h"
 #include "dpi_patterns.h"
 #include "packet_core.h"
+#include "peer_rte_acl.h"
+#include "peer_test_acl.h"
+#include "peer_workers.h"
 #include "traffic_gen.h"
 #include "workloads.h"
 
 namespace {
 
-// The rte_acl input: the IPv4 5-tuple in network byte order, grouped in
-// 4-byte words as rte_acl wants (proto alone in the first word).
-struct Tuple {
-  uint8_t proto;
-  uint8_t pad[3];
-  uint32_t src, dst;
-  uint16_t sport, dport;
+using peers::Point;
+using peers::Scaling;
+using peers::Tuple;
+using peers::Work;
+using peers::WorkerPool;
+using peers::WorkerSetup;
+
+constexpr size_t kChunk = 64; // items per Work call: rte_acl's burst
+
+struct Options {
+  bool quick = false;
+  bool cells = false; // the bench's cells (--cells, or --csv)
+  unsigned threads = 0; // 0: every allowed CPU
+  double min_seconds = 0;
+  std::string data, csv, test_acl;
 };
 
-enum { PROTO, SRC, DST, SPORT, DPORT, FIELDS };
-RTE_ACL_RULE_DEF(AclRule4, FIELDS);
-
-rte_acl_field_def field_defs[FIELDS] = {
-    {RTE_ACL_FIELD_TYPE_BITMASK, sizeof(uint8_t), PROTO, 0, offsetof(Tuple, proto)},
-    {RTE_ACL_FIELD_TYPE_MASK, sizeof(uint32_t), SRC, 1, offsetof(Tuple, src)},
-    {RTE_ACL_FIELD_TYPE_MASK, sizeof(uint32_t), DST, 2, offsetof(Tuple, dst)},
-    {RTE_ACL_FIELD_TYPE_RANGE, sizeof(uint16_t), SPORT, 3, offsetof(Tuple, sport)},
-    {RTE_ACL_FIELD_TYPE_RANGE, sizeof(uint16_t), DPORT, 3, offsetof(Tuple, dport)},
-};
-
-uint32_t load32(const uint8_t *p) { return (p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]; }
-
-// Runs work(first, last) over [0, n) on `threads` threads; returns seconds.
-double parallel(unsigned threads, size_t n, const std::function<void(size_t, size_t)> &work) {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { work(n * t / threads, n * (t + 1) / threads); });
-  for (auto &th : pool) th.join();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+bool parse_count(const char *text, unsigned long max, unsigned long *out) {
+  char *end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (!*text || *end || v == 0 || v > max) return false;
+  *out = v;
+  return true;
 }
 
-Tuple tuple_of(const GppResult &r) {
-  const bool ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
-  return Tuple{r.l4_proto, {}, htonl(load32(r.src)), htonl(load32(r.dst)),
-               htons(ports ? r.sport : 0), htons(ports ? r.dport : 0)};
-}
-
-// An rte_acl context with the IPv4 rules of `acl`; first match = highest priority.
-rte_acl_ctx *build_rte_acl(const gpp::AclRuleSet &acl, const char *name) {
-  rte_acl_param param{};
-  param.name = name;
-  param.socket_id = SOCKET_ID_ANY;
-  param.rule_size = RTE_ACL_RULE_SZ(FIELDS);
-  param.max_rule_num = static_cast<uint32_t>(acl.rules.size());
-  rte_acl_ctx *ctx = rte_acl_create(&param);
-  std::vector<AclRule4> rules;
-  for (size_t i = 0; i < acl.rules.size(); ++i) {
-    const gpp::ParsedAclRule &p = acl.rules[i];
-    if (p.ip_version != 4) continue;
-    AclRule4 r{};
-    r.data.category_mask = 1;
-    r.data.priority = RTE_ACL_MAX_PRIORITY - static_cast<int32_t>(i);
-    r.data.userdata = static_cast<uint32_t>(i + 1);
-    r.field[PROTO].value.u8 = p.proto;
-    r.field[PROTO].mask_range.u8 = p.proto_mask;
-    r.field[SRC].value.u32 = load32(p.src);
-    r.field[SRC].mask_range.u32 = p.src_len;
-    r.field[DST].value.u32 = load32(p.dst);
-    r.field[DST].mask_range.u32 = p.dst_len;
-    r.field[SPORT].value.u16 = p.sport_lo;
-    r.field[SPORT].mask_range.u16 = p.sport_hi;
-    r.field[DPORT].value.u16 = p.dport_lo;
-    r.field[DPORT].mask_range.u16 = p.dport_hi;
-    rules.push_back(r);
+bool parse_options(int argc, char **argv, Options *opt) {
+  unsigned long min_ms = 0, value = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool takes_value = a == "--csv" || a == "--test-acl" || a == "--threads" || a == "--min-ms";
+    if (takes_value && i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      return false;
+    }
+    if (a == "--quick") {
+      opt->quick = true;
+    } else if (a == "--cells") {
+      opt->cells = true;
+    } else if (a == "--csv") {
+      opt->csv = argv[++i];
+    } else if (a == "--test-acl") {
+      opt->test_acl = argv[++i];
+    } else if (a == "--threads" || a == "--min-ms") {
+      if (!parse_count(argv[++i], a == "--threads" ? 4096 : 600000, &value)) {
+        std::fprintf(stderr, "%s: expected a positive whole number, got \"%s\"\n", a.c_str(), argv[i]);
+        return false;
+      }
+      if (a == "--threads") opt->threads = static_cast<unsigned>(value);
+      else min_ms = value;
+    } else if (a.rfind("--", 0) != 0 && opt->data.empty()) {
+      opt->data = a;
+    } else {
+      std::fprintf(stderr, "unknown argument: %s\n", a.c_str());
+      return false;
+    }
   }
-  rte_acl_config build{};
-  build.num_categories = 1;
-  build.num_fields = FIELDS;
-  std::memcpy(build.defs, field_defs, sizeof field_defs);
-  if (!ctx || rte_acl_add_rules(ctx, reinterpret_cast<rte_acl_rule *>(rules.data()),
-                                static_cast<uint32_t>(rules.size())) != 0 ||
-      rte_acl_build(ctx, &build) != 0) {
-    if (ctx) rte_acl_free(ctx);
+  opt->cells = opt->cells || !opt->csv.empty();
+  opt->min_seconds = (min_ms ? min_ms : opt->quick ? 10 : 100) / 1000.0;
+  return !opt->data.empty();
+}
+
+// ---- the libraries, owned -------------------------------------------------------------------
+
+struct HsDatabaseFree {
+  void operator()(hs_database_t *db) const { hs_free_database(db); }
+};
+using HsDatabase = std::unique_ptr<hs_database_t, HsDatabaseFree>;
+
+// The DPI patterns for Hyperscan, pattern i as id i, each as a regex of \xHH
+// escapes (the same bytes; HS_FLAG_CASELESS folds ASCII letters as nocase
+// does).  Not the literal API: Hyperscan 5.4.0's hs_compile_lit_multi database
+// aborts some scans with HS_UNKNOWN_ERROR, e.g. on the ET Open base64 MZ header
+// (sids 2029538, 2051681) among other patterns, and so undercounts
+// (tests/unit/test_hyperscan.cpp).
+HsDatabase compile_hyperscan(const gpp::DpiPatternSet &dpi, std::string *error) {
+  std::vector<std::string> regex(dpi.patterns.size());
+  std::vector<const char *> exprs;
+  std::vector<unsigned> flags, ids;
+  for (size_t i = 0; i < dpi.patterns.size(); ++i) {
+    for (unsigned char c : dpi.patterns[i].bytes) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      regex[i] += hex;
+    }
+    exprs.push_back(regex[i].c_str());
+    flags.push_back(dpi.patterns[i].nocase ? HS_FLAG_CASELESS : 0);
+    ids.push_back(static_cast<unsigned>(i));
+  }
+  hs_database_t *db = nullptr;
+  hs_compile_error_t *compile_error = nullptr;
+  if (hs_compile_multi(exprs.data(), flags.data(), ids.data(), static_cast<unsigned>(exprs.size()),
+                       HS_MODE_BLOCK, nullptr, &db, &compile_error) != HS_SUCCESS) {
+    *error = std::string("hyperscan: ") + (compile_error ? compile_error->message : "compile failed");
+    hs_free_compile_error(compile_error);
     return nullptr;
   }
-  return ctx;
+  return HsDatabase(db);
 }
 
-// rte_acl over `tuples` on `threads` threads, 64 at a time; answers into `out`.
-double time_rte_acl(rte_acl_ctx *ctx, const std::vector<Tuple> &tuples, unsigned threads,
-                    std::vector<uint32_t> *out) {
-  std::vector<const uint8_t *> inputs(tuples.size());
-  for (size_t i = 0; i < tuples.size(); ++i) inputs[i] = reinterpret_cast<const uint8_t *>(&tuples[i]);
-  out->assign(tuples.size(), 0);
-  return parallel(threads, tuples.size(), [&](size_t a, size_t b) {
-    for (size_t i = a; i < b; i += 64)
-      rte_acl_classify(ctx, inputs.data() + i, out->data() + i,
-                       static_cast<uint32_t>(std::min<size_t>(64, b - i)), 1);
-  });
+// Per-thread Hyperscan scratch (one per worker: scratch is not shareable).
+std::shared_ptr<hs_scratch_t> hyperscan_scratch(const hs_database_t *db, std::string *error) {
+  hs_scratch_t *scratch = nullptr;
+  if (hs_alloc_scratch(db, &scratch) != HS_SUCCESS) {
+    *error = "hs_alloc_scratch failed";
+    return nullptr;
+  }
+  return std::shared_ptr<hs_scratch_t>(scratch, hs_free_scratch);
 }
 
-// Hyperscan over the L4 payloads on `threads` threads; occurrence counts into `hits`.
-double time_hyperscan(const hs_database_t *db, const std::vector<std::vector<uint8_t>> &frames,
-                      const std::vector<GppResult> &parsed, unsigned threads,
-                      std::vector<uint32_t> *hits) {
-  hits->assign(frames.size(), 0);
-  return parallel(threads, frames.size(), [&](size_t a, size_t b) {
-    hs_scratch_t *scratch = nullptr;
-    hs_alloc_scratch(db, &scratch);
-    for (size_t i = a; i < b; ++i) {
-      const GppResult &r = parsed[i];
-      uint32_t count = 0;
-      hs_scan(db, reinterpret_cast<const char *>(frames[i].data()) + r.payload_offset,
-              r.payload_length, 0, scratch,
-              [](unsigned, unsigned long long, unsigned long long, unsigned, void *c) {
-                ++*static_cast<uint32_t *>(c);
-                return 0;
-              },
-              &count);
-      (*hits)[i] = count;
+// What Hyperscan reports for one payload, as gpupacket's dpi_hits (every
+// occurrence) and dpi_pattern (the smallest id, -1 for none).
+struct HsTally {
+  uint32_t hits = 0;
+  int32_t first = -1;
+};
+
+int on_match(unsigned id, unsigned long long, unsigned long long, unsigned, void *ctx) {
+  auto *t = static_cast<HsTally *>(ctx);
+  ++t->hits;
+  if (t->first < 0 || static_cast<int32_t>(id) < t->first) t->first = static_cast<int32_t>(id);
+  return 0;
+}
+
+HsTally hyperscan_scan(const hs_database_t *db, hs_scratch_t *scratch, const uint8_t *frame,
+                       const GppResult &r, hs_error_t *rc = nullptr) {
+  HsTally t;
+  const hs_error_t e = r.payload_length == 0 ? HS_SUCCESS
+                                             : hs_scan(db, reinterpret_cast<const char *>(frame) + r.payload_offset,
+                                                       r.payload_length, 0, scratch, on_match, &t);
+  if (rc) *rc = e;
+  return t;
+}
+
+// Occurrences of all patterns in one payload (what gpupacket's dpi_hits counts);
+// hs_scan's return into *rc where given (after an error the count is short).
+uint32_t hyperscan_hits(const hs_database_t *db, hs_scratch_t *scratch, const uint8_t *frame,
+                        const GppResult &r, hs_error_t *rc = nullptr) {
+  return hyperscan_scan(db, scratch, frame, r, rc).hits;
+}
+
+uint32_t our_hits(const uint8_t *dpi_blob, const uint8_t *frame, GppResult r) {
+  gpp::dpi_scan(dpi_blob, frame + r.payload_offset, r.payload_length, r);
+  return r.dpi_hits;
+}
+
+// ---- measured items: per-worker set-up, then the work on [first, first + count) ---------------
+// Each worker writes its answers into a buffer of its own, so the work cannot
+// be optimised away and workers share no written cache lines.
+
+using Frames = std::vector<std::vector<uint8_t>>;
+
+// Sized for kChunk: every item here is measured with that chunk.
+std::shared_ptr<std::vector<uint32_t>> answer_buffer() {
+  return std::make_shared<std::vector<uint32_t>>(kChunk);
+}
+
+WorkerSetup rte_acl_item(const rte_acl_ctx *ctx, const std::vector<Tuple> &tuples) {
+  return [ctx, base = tuples.data()](unsigned, std::string *) -> Work {
+    auto out = answer_buffer();
+    return [=](size_t first, size_t count) { peers::classify(ctx, base, first, count, out->data()); };
+  };
+}
+
+WorkerSetup our_acl_item(const uint8_t *blob, const std::vector<GppResult> &parsed) {
+  return [blob, base = parsed.data()](unsigned, std::string *) -> Work {
+    auto out = answer_buffer();
+    return [=](size_t first, size_t count) {
+      for (size_t i = 0; i < count; ++i) (*out)[i] = gpp::acl_classify(blob, base[first + i]);
+    };
+  };
+}
+
+WorkerSetup hyperscan_item(const hs_database_t *db, const Frames &frames,
+                           const std::vector<GppResult> &parsed) {
+  return [db, &frames, &parsed](unsigned, std::string *error) -> Work {
+    auto scratch = hyperscan_scratch(db, error);
+    if (!scratch) return nullptr;
+    auto out = answer_buffer();
+    return [=, &frames, &parsed](size_t first, size_t count) {
+      for (size_t i = 0; i < count; ++i)
+        (*out)[i] = hyperscan_hits(db, scratch.get(), frames[first + i].data(), parsed[first + i]);
+    };
+  };
+}
+
+WorkerSetup our_dpi_item(const uint8_t *blob, const Frames &frames, const std::vector<GppResult> &parsed) {
+  return [blob, &frames, &parsed](unsigned, std::string *) -> Work {
+    auto out = answer_buffer();
+    return [=, &frames, &parsed](size_t first, size_t count) {
+      for (size_t i = 0; i < count; ++i) (*out)[i] = our_hits(blob, frames[first + i].data(), parsed[first + i]);
+    };
+  };
+}
+
+// ---- answers, once and untimed ------------------------------------------------------------------
+
+struct AclAnswers {
+  size_t differences = 0, matched = 0;
+};
+
+AclAnswers compare_acl(const rte_acl_ctx *ctx, const gpp::AclRuleSet &acl, const std::vector<Tuple> &tuples,
+                       const std::vector<GppResult> &parsed) {
+  std::vector<uint32_t> theirs(tuples.size());
+  peers::classify(ctx, tuples.data(), 0, tuples.size(), theirs.data());
+  AclAnswers a;
+  for (size_t i = 0; i < tuples.size(); ++i) {
+    const uint32_t ours = gpp::acl_classify(acl.blob.data(), parsed[i]);
+    a.differences += ours != peers::rule_of(theirs[i]);
+    a.matched += ours != gpp::kAclNoRule;
+  }
+  return a;
+}
+
+struct DpiAnswers {
+  size_t differences = 0, with_hits = 0;
+};
+
+bool compare_dpi(const hs_database_t *db, const gpp::DpiPatternSet &dpi, const Frames &frames,
+                 const std::vector<GppResult> &parsed, DpiAnswers *a, std::string *error) {
+  auto scratch = hyperscan_scratch(db, error);
+  if (!scratch) return false;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    hs_error_t rc = HS_SUCCESS;
+    const uint32_t theirs = hyperscan_hits(db, scratch.get(), frames[i].data(), parsed[i], &rc);
+    if (rc != HS_SUCCESS) { // the timed runs scan the same payloads: this check covers them
+      *error = "hs_scan failed (" + std::to_string(rc) + ") on payload " + std::to_string(i);
+      return false;
     }
-    hs_free_scratch(scratch);
-  });
+    a->differences += theirs != our_hits(dpi.blob.data(), frames[i].data(), parsed[i]);
+    a->with_hits += theirs > 0;
+  }
+  return true;
 }
 
-// The ACL rule numbers rte_acl reports (1-based, 0 = none) from ours.
-uint32_t as_userdata(uint32_t ours) { return ours == gpp::kAclNoRule ? 0 : ours + 1; }
+// ---- reporting ----------------------------------------------------------------------------------
 
-// gpupacket-bench's full workload on its traffic, per profile, into `csv`.
-bool full_workload_csv(const std::string &data, const hs_database_t *db, unsigned threads,
-                       bool quick, const std::string &path) {
+// Every worker of every timed point stayed on its own CPU.
+class PinCheck {
+public:
+  explicit PinCheck(const WorkerPool &pool) : cpus_(pool.cpus()), seen_(pool.size()) {}
+  void add(const Point &p) {
+    if (!p.error.empty()) return;
+    ok_ = ok_ && p.pinned_ok();
+    for (size_t w = 0; w < p.workers.size(); ++w)
+      for (int c : p.workers[w].seen)
+        if (std::find(seen_[w].begin(), seen_[w].end(), c) == seen_[w].end()) seen_[w].push_back(c);
+  }
+  void add(const Scaling &s) {
+    add(s.one);
+    add(s.all);
+  }
+  // One line per worker: its CPU and where sched_getcpu() found it.
+  bool report() const {
+    std::printf("\nWorkers (pinned with pthread_setaffinity_np, sched_getcpu() sampled after every %zu items):\n",
+                kChunk);
+    for (size_t w = 0; w < cpus_.size(); ++w) {
+      auto seen = seen_[w];
+      std::sort(seen.begin(), seen.end());
+      std::printf("  worker %zu: CPU %d, ran on CPU %s\n", w, cpus_[w], peers::cpu_list(seen).c_str());
+    }
+    std::printf("  pinning: %s\n", ok_ ? "OK, every worker only on its own CPU, CPUs distinct"
+                                       : "FAIL, a worker ran on another CPU than its own");
+    return ok_;
+  }
+
+private:
+  std::vector<int> cpus_;
+  std::vector<std::vector<int>> seen_;
+  bool ok_ = true;
+};
+
+void print_header(unsigned n) {
+  std::printf("%-34s %9s %12s %12s %8s  %s\n", "item", "packets", "1-core Mpps",
+              (std::to_string(n) + "-core Mpps").c_str(), "scaling", "agreement");
+}
+
+bool print_row(const Scaling &s, const std::string &agreement) {
+  if (!s.ok()) {
+    std::printf("%-34s FAILED: %s\n", s.name.c_str(), (s.one.error.empty() ? s.all.error : s.one.error).c_str());
+    return false;
+  }
+  std::printf("%-34s %9zu %12.3f %12.3f %7.2fx  %s\n", s.name.c_str(), s.items, s.one.mpps(), s.all.mpps(),
+              s.scaling(), agreement.c_str());
+  return true;
+}
+
+// ---- the CPU pipeline: what a user builds on the CPU from the best parts ----------------------
+// Per packet gpupacket's parse + RSS (the core without its ACL and DPI), then
+// rte_acl on the 5-tuple (bursts of 64, as DPDK applications classify), then
+// Hyperscan over the TCP/UDP payload (one hs_scan per payload, as an IDS
+// scans a packet).  Its answers are checked against gpupacket's full
+// workload on every packet; any difference fails the run.
+
+struct PipelineInput {
+  const Frames *frames;
+  gpp::CoreConfig parse; // parse + RSS only
+  const rte_acl_ctx *acl;
+  const hs_database_t *dpi;
+};
+
+// One chunk through the pipeline: records and answers into the caller's buffers.
+hs_error_t pipeline_chunk(const PipelineInput &in, size_t first, size_t count, GppResult *records,
+                          Tuple *tuples, uint32_t *rules, HsTally *tallies, hs_scratch_t *scratch) {
+  for (size_t i = 0; i < count; ++i) {
+    const std::vector<uint8_t> &f = (*in.frames)[first + i];
+    const auto len = static_cast<uint32_t>(f.size());
+    gpp::process_packet(f.data(), len, len, GPP_LINKTYPE_ETHERNET, first + i + 1, 0, in.parse, records[i]);
+    tuples[i] = peers::tuple_of(records[i]);
+  }
+  if (in.acl) peers::classify(in.acl, tuples, 0, count, rules);
+  hs_error_t status = HS_SUCCESS;
+  if (in.dpi)
+    for (size_t i = 0; i < count; ++i) {
+      hs_error_t rc = HS_SUCCESS;
+      tallies[i] = hyperscan_scan(in.dpi, scratch, (*in.frames)[first + i].data(), records[i], &rc);
+      if (rc != HS_SUCCESS) status = rc;
+    }
+  return status;
+}
+
+WorkerSetup pipeline_item(const PipelineInput &in) {
+  return [in](unsigned, std::string *error) -> Work {
+    std::shared_ptr<hs_scratch_t> scratch;
+    if (in.dpi && !(scratch = hyperscan_scratch(in.dpi, error))) return nullptr;
+    struct Buffers {
+      GppResult records[kChunk];
+      Tuple tuples[kChunk];
+      uint32_t rules[kChunk];
+      HsTally tallies[kChunk];
+    };
+    auto b = std::make_shared<Buffers>();
+    return [in, b, scratch](size_t first, size_t count) {
+      pipeline_chunk(in, first, count, b->records, b->tuples, b->rules, b->tallies, scratch.get());
+    };
+  };
+}
+
+// The pipeline's answers against gpupacket's records of the full workload.
+bool compare_pipeline(const PipelineInput &in, const gpp::CoreConfig &full, size_t *differences,
+                      std::string *error) {
+  std::shared_ptr<hs_scratch_t> scratch;
+  if (in.dpi && !(scratch = hyperscan_scratch(in.dpi, error))) return false;
+  const Frames &frames = *in.frames;
+  GppResult records[kChunk];
+  Tuple tuples[kChunk];
+  uint32_t rules[kChunk];
+  HsTally tallies[kChunk];
+  *differences = 0;
+  for (size_t first = 0; first < frames.size(); first += kChunk) {
+    const size_t count = std::min(kChunk, frames.size() - first);
+    const hs_error_t rc = pipeline_chunk(in, first, count, records, tuples, rules, tallies, scratch.get());
+    if (rc != HS_SUCCESS) {
+      *error = "hs_scan failed (" + std::to_string(rc) + ") in packets " + std::to_string(first) + "..";
+      return false;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const std::vector<uint8_t> &f = frames[first + i];
+      const auto len = static_cast<uint32_t>(f.size());
+      GppResult ours{};
+      gpp::process_packet(f.data(), len, len, GPP_LINKTYPE_ETHERNET, first + i + 1, 0, full, ours);
+      bool same = ours.rss_hash == records[i].rss_hash;
+      if (in.acl) same = same && static_cast<uint32_t>(ours.acl_rule) == peers::rule_of(rules[i]);
+      if (in.dpi) same = same && ours.dpi_hits == tallies[i].hits && ours.dpi_pattern == tallies[i].first;
+      *differences += !same;
+    }
+  }
+  return true;
+}
+
+// ---- the cells of gpupacket-bench's grids ------------------------------------------------------
+// Every full workload (ACL + DPI) and every realistic cell, on the frames the
+// bench's grid uses for it (gppbench::cell_traffic), one row per figure into
+// the CSV: profile,workload,item,threads,packets,mpps,differences.
+
+size_t cell_packets(const Options &opt, const gppbench::Cell &c) {
+  if (opt.quick) return 2000;
+  switch (c.profile->traffic) {
+  case gpp::TrafficProfile::Small: return 200000;
+  case gpp::TrafficProfile::Large: return 50000;
+  default: return 100000;
+  }
+}
+
+class CsvOut {
+public:
+  explicit CsvOut(const std::string &path) : f_(path.empty() ? nullptr : std::fopen(path.c_str(), "w")) {
+    if (f_) std::fprintf(f_, "profile,workload,item,threads,packets,mpps,differences\n");
+  }
+  ~CsvOut() {
+    if (f_) std::fclose(f_);
+  }
+  bool ok() const { return f_ != nullptr; }
+  // The 1-core row, then the all-core one (gpupacket-bench keeps the one with the most threads).
+  void add(const gppbench::Cell &c, const char *item, const Scaling &s, unsigned n, size_t differences) {
+    if (!f_) return;
+    for (const bool all : {false, true}) {
+      if (all && n == 1) break;
+      std::fprintf(f_, "%s,%s,%s,%u,%zu,%.6g,%zu\n", c.profile->name, c.workload->name, item, all ? n : 1,
+                   s.items, (all ? s.all : s.one).mpps(), differences);
+    }
+  }
+  void add_combined(const gppbench::Cell &c, const Scaling &a, const Scaling &h, unsigned n, size_t differences) {
+    if (!f_) return;
+    auto combined = [](const Point &x, const Point &y) { return 1 / (1 / x.mpps() + 1 / y.mpps()); };
+    for (const bool all : {false, true}) {
+      if (all && n == 1) break;
+      std::fprintf(f_, "%s,%s,rte_acl+hyperscan,%u,%zu,%.6g,%zu\n", c.profile->name, c.workload->name,
+                   all ? n : 1, a.items, all ? combined(a.all, h.all) : combined(a.one, h.one), differences);
+    }
+  }
+  bool close() {
+    FILE *f = f_;
+    f_ = nullptr;
+    return f && std::fclose(f) == 0;
+  }
+
+private:
+  FILE *f_;
+};
+
+bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins) {
   gppbench::RuleSets sets;
   std::string error;
-  if (!gppbench::load_rule_sets(data, &sets, &error)) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!gppbench::load_rule_sets(opt.data, &sets, &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return false;
   }
-  rte_acl_ctx *ctx = build_rte_acl(*sets.acl10k, "gpupacket-peers-10k");
-  if (!ctx) {
-    std::fprintf(stderr, "rte_acl setup (10k rules) failed\n");
+  std::printf("\nRule sets (loaded in %.2f s):\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  for (const auto &kv : sets.acl) std::printf("  ACL %-9s %s\n", kv.first.c_str(), kv.second.description.c_str());
+  // Hyperscan is built from the same patterns: its compile time beside ours.
+  std::map<std::string, HsDatabase> hs;
+  for (const auto &kv : sets.dpi) {
+    const auto t = std::chrono::steady_clock::now();
+    HsDatabase db = compile_hyperscan(*kv.second.patterns, &error);
+    if (!db) {
+      std::fprintf(stderr, "%s: %s\n", kv.first.c_str(), error.c_str());
+      return false;
+    }
+    std::printf("  DPI %-9s %s; gpupacket automata %.2f s, Hyperscan compile %.2f s\n", kv.first.c_str(),
+                kv.second.description.c_str(), kv.second.load_seconds,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+    hs[kv.first] = std::move(db);
+  }
+  std::map<std::string, peers::RteAcl> acl_ctx;
+  for (const auto &kv : sets.acl) {
+    acl_ctx[kv.first] = peers::build_rte_acl(*kv.second.rules, ("peers-" + kv.first).c_str(), &error);
+    if (!acl_ctx[kv.first]) {
+      std::fprintf(stderr, "%s: %s\n", kv.first.c_str(), error.c_str());
+      return false;
+    }
+  }
+  CsvOut csv(opt.csv);
+  if (!opt.csv.empty() && !csv.ok()) {
+    std::fprintf(stderr, "%s: cannot write: %s\n", opt.csv.c_str(), std::strerror(errno));
     return false;
   }
-  FILE *csv = std::fopen(path.c_str(), "w");
-  if (!csv) {
-    std::fprintf(stderr, "%s: cannot write\n", path.c_str());
-    rte_acl_free(ctx);
-    return false;
-  }
-  std::fprintf(csv, "profile,workload,item,threads,packets,mpps,differences\n");
-  gpp::CoreConfig cfg{};
-  std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
-  bool agree = true;
-  std::printf("\nFull workload (derived 10k ACL + ET Open scan), gpupacket-bench traffic, %u threads\n",
-              threads);
-  std::printf("%-8s %10s %14s %14s %16s %s\n", "profile", "packets", "rte_acl Mpps",
-              "Hyperscan Mpps", "combined Mpps", "differences (acl / dpi)");
-  uint32_t seed = 1;
-  for (const gppbench::Profile &p : gppbench::profiles()) {
-    const size_t packets = quick ? 4000 : p.traffic == gpp::TrafficProfile::Small ? 400000 : 100000;
-    const auto frames = gppbench::make_traffic(sets, p.traffic, packets, seed++);
+  std::vector<gppbench::Cell> cells;
+  for (const gppbench::Cell &c : gppbench::stress_cells())
+    if (c.workload->acl && c.workload->dpi) cells.push_back(c);
+  for (const gppbench::Cell &c : gppbench::realistic_cells()) cells.push_back(c);
+
+  const unsigned n = pool.size();
+  std::printf("\nThe bench's cells on their own frames, Mpps on 1 / %u cores (scaling); pipeline = "
+              "gpupacket parse + RSS, rte_acl, Hyperscan per packet\n", n);
+  std::printf("%-12s %-12s %8s %8s %26s %26s %26s  %s\n", "profile", "workload", "packets", "hits/KiB",
+              "rte_acl 1c / Nc", "Hyperscan 1c / Nc", "pipeline 1c / Nc", "differences");
+  bool ok = true;
+  for (const gppbench::Cell &c : cells) {
+    const gppbench::Workload &w = *c.workload;
+    const size_t packets = cell_packets(opt, c);
+    const Frames frames = gppbench::cell_traffic(sets, c, packets);
+    const gpp::CoreConfig full = gppbench::workload_config(w, sets);
+    gpp::CoreConfig parse = full;
+    parse.acl = nullptr;
+    parse.dpi = nullptr;
+    parse.acl_default_action = GPP_ACL_NONE;
     std::vector<GppResult> parsed(packets);
     std::vector<Tuple> tuples(packets);
+    uint64_t payload = 0, hits = 0;
     for (size_t i = 0; i < packets; ++i) {
-      gpp::process_packet(frames[i].data(), static_cast<uint32_t>(frames[i].size()),
-                          static_cast<uint32_t>(frames[i].size()), GPP_LINKTYPE_ETHERNET, i + 1, 0,
-                          cfg, parsed[i]);
-      tuples[i] = tuple_of(parsed[i]);
+      const auto len = static_cast<uint32_t>(frames[i].size());
+      gpp::process_packet(frames[i].data(), len, len, GPP_LINKTYPE_ETHERNET, i + 1, 0, parse, parsed[i]);
+      tuples[i] = peers::tuple_of(parsed[i]);
     }
-    std::vector<uint32_t> acl_answers, hs_hits;
-    const double t_acl = time_rte_acl(ctx, tuples, threads, &acl_answers);
-    const double t_hs = time_hyperscan(db, frames, parsed, threads, &hs_hits);
-    size_t acl_diff = 0, dpi_diff = 0;
-    for (size_t i = 0; i < packets; ++i) {
-      acl_diff += as_userdata(gpp::acl_classify(sets.acl10k->blob.data(), parsed[i])) != acl_answers[i];
-      GppResult r = parsed[i];
-      gpp::dpi_scan(sets.dpi->blob.data(), frames[i].data() + r.payload_offset, r.payload_length, r);
-      dpi_diff += r.dpi_hits != hs_hits[i];
+    PipelineInput in{&frames, parse, w.acl ? acl_ctx.at(w.acl).get() : nullptr, w.dpi ? hs.at(w.dpi).get() : nullptr};
+    size_t differences = 0;
+    if (!compare_pipeline(in, full, &differences, &error)) {
+      std::fprintf(stderr, "%s %s: %s\n", c.profile->name, w.name, error.c_str());
+      return false;
     }
-    agree = agree && acl_diff == 0 && dpi_diff == 0;
-    const double acl_mpps = packets / t_acl / 1e6, hs_mpps = packets / t_hs / 1e6;
-    const double combined = 1 / (1 / acl_mpps + 1 / hs_mpps);
-    std::fprintf(csv, "%s,full,rte_acl,%u,%zu,%.6g,%zu\n", p.name, threads, packets, acl_mpps, acl_diff);
-    std::fprintf(csv, "%s,full,hyperscan,%u,%zu,%.6g,%zu\n", p.name, threads, packets, hs_mpps, dpi_diff);
-    std::fprintf(csv, "%s,full,rte_acl+hyperscan,%u,%zu,%.6g,%zu\n", p.name, threads, packets,
-                 combined, acl_diff + dpi_diff);
-    std::printf("%-8s %10zu %14.2f %14.2f %16.2f %zu / %zu\n", p.name, packets, acl_mpps, hs_mpps,
-                combined, acl_diff, dpi_diff);
+    ok = ok && differences == 0;
+    if (w.dpi) {
+      GppResult r{};
+      for (size_t i = 0; i < packets; ++i) {
+        r = parsed[i];
+        if (r.payload_length) gpp::dpi_scan(full.dpi, frames[i].data() + r.payload_offset, r.payload_length, r);
+        payload += r.payload_length;
+        hits += r.payload_length ? r.dpi_hits : 0;
+      }
+    }
+    std::vector<Scaling> rows;
+    if (w.acl) rows.push_back(pool.scaling("rte_acl", packets, kChunk, rte_acl_item(in.acl, tuples), opt.min_seconds));
+    if (w.dpi)
+      rows.push_back(pool.scaling("hyperscan", packets, kChunk, hyperscan_item(in.dpi, frames, parsed), opt.min_seconds));
+    if (w.acl && w.dpi) rows.push_back(pool.scaling("pipeline", packets, kChunk, pipeline_item(in), opt.min_seconds));
+    std::string cols[3] = {"-", "-", "-"};
+    for (const Scaling &s : rows) {
+      pins.add(s);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s %s %s: %s\n", c.profile->name, w.name, s.name.c_str(),
+                     (s.one.error.empty() ? s.all.error : s.one.error).c_str());
+        return false;
+      }
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%8.3f / %8.3f (%5.2fx)", s.one.mpps(), s.all.mpps(), s.scaling());
+      cols[s.name == "rte_acl" ? 0 : s.name == "hyperscan" ? 1 : 2] = cell;
+      csv.add(c, s.name.c_str(), s, n, differences);
+    }
+    if (w.acl && w.dpi) csv.add_combined(c, rows[0], rows[1], n, differences);
+    const std::string density = payload ? std::to_string(static_cast<int>(hits * 1024.0 / payload + 0.5)) : "-";
+    std::printf("%-12s %-12s %8zu %8s %26s %26s %26s  %zu\n", c.profile->name, w.name, packets, density.c_str(),
+                cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), differences);
   }
-  const bool written = std::fclose(csv) == 0;
-  rte_acl_free(ctx);
-  if (!written) std::fprintf(stderr, "%s: write failed\n", path.c_str());
-  return written && agree;
+  if (!opt.csv.empty() && !csv.close()) {
+    std::fprintf(stderr, "%s: write failed\n", opt.csv.c_str());
+    return false;
+  }
+  return ok;
 }
 
-} // namespace
+// ---- the run ----------------------------------------------------------------------------------------
 
-int main(int argc, char **argv) {
-  bool quick = false;
-  unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::string data, csv_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
-    else if (a == "--threads" && i + 1 < argc) threads = std::max(1, std::atoi(argv[++i]));
-    else data = a;
+int run(const Options &opt, const std::vector<int> &allowed) {
+  unsigned n = opt.threads ? opt.threads : static_cast<unsigned>(allowed.size());
+  if (n > allowed.size()) {
+    // One worker per CPU or the figures mean nothing: measure what the machine has.
+    std::printf("WARNING: --threads %u but only %zu CPUs allowed (%s): measuring on %zu workers\n", n,
+                allowed.size(), peers::cpu_list(allowed).c_str(), allowed.size());
+    n = static_cast<unsigned>(allowed.size());
   }
-  if (data.empty()) {
-    std::fprintf(stderr, "usage: %s [--quick] [--threads N] [--csv FILE] DATA_DIR\n", argv[0]);
-    return 2;
-  }
-  // EAL without hugepages, PCI or shared files: rte_acl only needs its memory.
-  const char *eal_args[] = {argv[0], "--no-huge", "--no-pci", "--no-shconf", "-m", "512",
-                            "--log-level=error", "--no-telemetry"};
-  if (rte_eal_init(sizeof eal_args / sizeof *eal_args, const_cast<char **>(eal_args)) < 0) {
-    std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
+  WorkerPool pool(std::vector<int>(allowed.begin(), allowed.begin() + n));
+  if (!pool.ok()) {
+    std::fprintf(stderr, "worker pool: %s\n", pool.error().c_str());
     return 1;
   }
+  PinCheck pins(pool);
 
   std::string error;
-  auto acl = gpp::load_acl_rules(data + "/acl/classbench_acl1_1k.rules", &error);
-  auto dpi = gpp::load_dpi_patterns(data + "/dpi/et_open_emerging-scan.rules", &error);
+  auto acl = gpp::load_acl_rules(opt.data + "/acl/classbench_acl1_1k.rules", &error);
+  auto dpi = acl ? gpp::load_dpi_patterns(opt.data + "/dpi/et_open_emerging-scan.rules", &error) : nullptr;
   if (!acl || !dpi) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
@@ -254,7 +617,7 @@ int main(int argc, char **argv) {
 
   // Traffic: 64-byte IPv4 headers, half drawn from the rules; 1500-byte
   // payloads, half carrying a pattern.
-  const size_t packets = quick ? 20000 : 1000000;
+  const size_t packets = opt.quick ? 20000 : 1000000;
   gpp::CoreConfig cfg{};
   std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
   std::vector<GppResult> parsed(packets);
@@ -268,34 +631,13 @@ int main(int argc, char **argv) {
     gpp::TrafficGenerator gen(spec);
     for (size_t i = 0; i < packets; ++i) {
       const auto &f = gen.next();
-      gpp::process_packet(f.data(), static_cast<uint32_t>(f.size()), static_cast<uint32_t>(f.size()),
-                          GPP_LINKTYPE_ETHERNET, i + 1, 0, cfg, parsed[i]);
-      tuples[i] = tuple_of(parsed[i]);
+      const auto len = static_cast<uint32_t>(f.size());
+      gpp::process_packet(f.data(), len, len, GPP_LINKTYPE_ETHERNET, i + 1, 0, cfg, parsed[i]);
+      tuples[i] = peers::tuple_of(parsed[i]);
     }
   }
-
-  rte_acl_ctx *ctx = build_rte_acl(*acl, "gpupacket-peers");
-  if (!ctx) {
-    std::fprintf(stderr, "rte_acl setup failed\n");
-    return 1;
-  }
-
-  // Answers first: both classifiers agree on every header.
-  std::vector<uint32_t> theirs, ours(packets);
-  const double t_rte = time_rte_acl(ctx, tuples, threads, &theirs);
-  const double t_ours = parallel(threads, packets, [&](size_t a, size_t b) {
-    for (size_t i = a; i < b; ++i) ours[i] = gpp::acl_classify(acl->blob.data(), parsed[i]);
-  });
-  size_t acl_diff = 0, matched = 0;
-  for (size_t i = 0; i < packets; ++i) {
-    const uint32_t mine = as_userdata(ours[i]);
-    acl_diff += mine != theirs[i];
-    matched += mine != 0;
-  }
-
-  // Hyperscan against the DPI automata on 1500-byte payloads.
-  std::vector<std::vector<uint8_t>> frames;
-  std::vector<GppResult> payload_parsed(quick ? 2000 : 100000);
+  Frames frames;
+  std::vector<GppResult> payload_parsed(opt.quick ? 2000 : 100000);
   {
     gpp::TrafficSpec spec;
     spec.profile = gpp::TrafficProfile::Large;
@@ -304,57 +646,122 @@ int main(int argc, char **argv) {
     gpp::TrafficGenerator gen(spec);
     for (size_t i = 0; i < payload_parsed.size(); ++i) {
       frames.push_back(gen.next());
-      gpp::process_packet(frames[i].data(), static_cast<uint32_t>(frames[i].size()),
-                          static_cast<uint32_t>(frames[i].size()), GPP_LINKTYPE_ETHERNET, i + 1,
-                          0, cfg, payload_parsed[i]);
+      const auto len = static_cast<uint32_t>(frames[i].size());
+      gpp::process_packet(frames[i].data(), len, len, GPP_LINKTYPE_ETHERNET, i + 1, 0, cfg, payload_parsed[i]);
     }
   }
-  std::vector<const char *> exprs;
-  std::vector<size_t> lens;
-  std::vector<unsigned> flags, ids;
-  for (size_t i = 0; i < dpi->patterns.size(); ++i) {
-    exprs.push_back(dpi->patterns[i].bytes.data());
-    lens.push_back(dpi->patterns[i].bytes.size());
-    flags.push_back(dpi->patterns[i].nocase ? HS_FLAG_CASELESS : 0);
-    ids.push_back(static_cast<unsigned>(i));
-  }
-  hs_database_t *db = nullptr;
-  hs_compile_error_t *compile_error = nullptr;
-  if (hs_compile_lit_multi(exprs.data(), flags.data(), ids.data(), lens.data(),
-                           static_cast<unsigned>(exprs.size()), HS_MODE_BLOCK, nullptr, &db,
-                           &compile_error) != HS_SUCCESS) {
-    std::fprintf(stderr, "hyperscan: %s\n", compile_error->message);
+  peers::RteAcl ctx = peers::build_rte_acl(*acl, "gpupacket-peers", &error);
+  HsDatabase db = ctx ? compile_hyperscan(*dpi, &error) : nullptr;
+  if (!ctx || !db) {
+    std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  std::vector<uint32_t> hs_hits, our_hits(frames.size());
-  const double t_hs = time_hyperscan(db, frames, payload_parsed, threads, &hs_hits);
-  const double t_dpi = parallel(threads, frames.size(), [&](size_t a, size_t b) {
-    for (size_t i = a; i < b; ++i) {
-      GppResult r = payload_parsed[i];
-      gpp::dpi_scan(dpi->blob.data(), frames[i].data() + r.payload_offset, r.payload_length, r);
-      our_hits[i] = r.dpi_hits;
-    }
-  });
-  size_t dpi_diff = 0, with_hits = 0;
-  for (size_t i = 0; i < frames.size(); ++i) {
-    dpi_diff += hs_hits[i] != our_hits[i];
-    with_hits += hs_hits[i] > 0;
+
+  // Answers first, untimed: both classifiers agree on every header, both scanners on every payload.
+  const AclAnswers acl_answers = compare_acl(ctx.get(), *acl, tuples, parsed);
+  DpiAnswers dpi_answers;
+  if (!compare_dpi(db.get(), *dpi, frames, payload_parsed, &dpi_answers, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 1;
   }
 
-  std::printf("CPU peers, %u threads, ClassBench acl1 (%zu rules), ET Open scan (%zu patterns)\n",
-              threads, acl->rules.size(), dpi->patterns.size());
-  std::printf("%-34s %10s %12s %s\n", "classifier", "packets", "Mpps", "agreement");
-  std::printf("%-34s %10zu %12.2f %s\n", "DPDK rte_acl (5-tuple, 64-wide)", packets,
-              packets / t_rte / 1e6, "-");
-  std::printf("%-34s %10zu %12.2f %zu differences, %zu matched\n", "gpupacket ACL (tuple space)",
-              packets, packets / t_ours / 1e6, acl_diff, matched);
-  std::printf("%-34s %10zu %12.2f %s\n", "Hyperscan (1500-byte payloads)", frames.size(),
-              frames.size() / t_hs / 1e6, "-");
-  std::printf("%-34s %10zu %12.2f %zu differences, %zu with hits\n", "gpupacket DPI (Aho-Corasick)",
-              frames.size(), frames.size() / t_dpi / 1e6, dpi_diff, with_hits);
-  const bool full_ok = csv_path.empty() || full_workload_csv(data, db, threads, quick, csv_path);
-  hs_free_database(db);
-  rte_acl_free(ctx);
+  std::printf("\nCPU peers: ClassBench acl1 (%zu rules) on 64-byte headers, ET Open scan (%zu patterns) on "
+              "1500-byte payloads\n1-core = worker 0 (CPU %d); %u-core = workers on CPUs %s; each worker >= "
+              "%.0f ms per point; N-core Mpps = sum of per-worker rates\n",
+              acl->rules.size(), dpi->patterns.size(), pool.cpus()[0], n, peers::cpu_list(pool.cpus()).c_str(),
+              opt.min_seconds * 1e3);
+  print_header(n);
+  const std::vector<std::pair<Scaling, std::string>> rows = {
+      {pool.scaling("DPDK rte_acl (5-tuple, burst 64)", packets, kChunk, rte_acl_item(ctx.get(), tuples),
+                    opt.min_seconds),
+       "reference"},
+      {pool.scaling("gpupacket ACL (tuple space)", packets, kChunk, our_acl_item(acl->blob.data(), parsed),
+                    opt.min_seconds),
+       std::to_string(acl_answers.differences) + " differences, " + std::to_string(acl_answers.matched) +
+           " matched"},
+      {pool.scaling("Hyperscan (1500-byte payloads)", frames.size(), kChunk,
+                    hyperscan_item(db.get(), frames, payload_parsed), opt.min_seconds),
+       "reference"},
+      {pool.scaling("gpupacket DPI (Aho-Corasick)", frames.size(), kChunk,
+                    our_dpi_item(dpi->blob.data(), frames, payload_parsed), opt.min_seconds),
+       std::to_string(dpi_answers.differences) + " differences, " + std::to_string(dpi_answers.with_hits) +
+           " with hits"},
+  };
+  bool ok = acl_answers.differences == 0 && dpi_answers.differences == 0;
+  for (const auto &row : rows) {
+    ok = print_row(row.first, row.second) && ok;
+    pins.add(row.first);
+  }
+  std::printf("per worker at %u cores, Mpps (worker: CPU):\n", n);
+  for (const auto &row : rows) {
+    std::string line;
+    char cell[48];
+    for (size_t w = 0; w < row.first.all.workers.size(); ++w) {
+      const peers::WorkerRun &r = row.first.all.workers[w];
+      std::snprintf(cell, sizeof cell, "  %zu:%d %.3f", w, r.cpu, r.rate() / 1e6);
+      line += cell;
+    }
+    std::printf("  %-34s%s\n", row.first.name.c_str(), line.c_str());
+  }
+
+  if (opt.test_acl.empty()) {
+    std::printf("\ndpdk-test-acl cross-check: skipped (no --test-acl PATH)\n");
+  } else {
+    peers::TestAclOptions t;
+    t.binary = opt.test_acl;
+    t.data_dir = opt.data;
+    t.min_seconds = opt.min_seconds;
+    ok = peers::test_acl_cross_check(pool, *acl, t) && ok;
+  }
+  if (opt.cells) ok = cells_section(opt, pool, pins) && ok;
+  ok = pins.report() && ok;
+  std::printf("\n%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options opt;
+  if (!parse_options(argc, argv, &opt)) {
+    std::fprintf(stderr,
+                 "usage: %s [--quick] [--threads N] [--min-ms MS] [--cells] [--csv FILE] [--test-acl PATH] DATA_DIR\n",
+                 argv[0]);
+    return 2;
+  }
+  // Before rte_eal_init, which narrows the calling thread to its main lcore.
+  const std::vector<int> allowed = peers::allowed_cpus();
+  if (allowed.empty()) {
+    std::fprintf(stderr, "sched_getaffinity failed: %s\n", std::strerror(errno));
+    return 1;
+  }
+  // EAL without hugepages, PCI or shared files: rte_acl only needs its
+  // memory.  One lcore: the work runs on the pool's threads, not EAL's.
+  const std::string main_lcore = std::to_string(allowed[0]);
+  const char *eal_args[] = {argv[0], "-l", main_lcore.c_str(), "--no-huge", "--no-pci", "--no-shconf",
+                            "-m", "512", "--log-level=error", "--no-telemetry"};
+  if (rte_eal_init(sizeof eal_args / sizeof *eal_args, const_cast<char **>(eal_args)) < 0) {
+    std::fprintf(stderr, "rte_eal_init failed: %s\n", rte_strerror(rte_errno));
+    return 1;
+  }
+  int rc = 1;
+  try {
+    // The evidence for pinning each worker: what EAL left the main thread,
+    // and what a thread started now inherits.
+    std::vector<int> inherited;
+    std::thread([&inherited] { inherited = peers::allowed_cpus(); }).join();
+    std::printf("CPUs allowed before rte_eal_init: %s (%zu); main thread after it: %s; "
+                "a std::thread started after it inherits: %s\n",
+                peers::cpu_list(allowed).c_str(), allowed.size(), peers::cpu_list(peers::allowed_cpus()).c_str(),
+                peers::cpu_list(inherited).c_str());
+    // The main thread only coordinates and starts dpdk-test-acl, which
+    // inherits its mask: give it the whole set back.
+    if (!peers::set_allowed_cpus(allowed))
+      std::printf("WARNING: cannot restore the main thread's CPUs: %s\n", std::strerror(errno));
+    rc = run(opt, allowed);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "gpupacket-cpu-peers: %s\n", e.what());
+  }
   rte_eal_cleanup();
-  return acl_diff == 0 && dpi_diff == 0 && full_ok ? 0 : 1;
+  return rc;
 }

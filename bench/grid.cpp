@@ -269,31 +269,31 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
       const Profile &p = *c.profile;
       const Workload &w = *c.workload;
       for (uint32_t n : sizes(c)) {
-          if (broken) break;
-          const std::string where = spec.name + " " + p.name + " " + w.name + " " +
-                                    std::to_string(n);
-          phase("B: " + where, point_budget);
-          const Ring &ring = rings_.at({p.name, w.name, n});
-          GridPoint &pt = points_[{spec.name, p.name, w.name, n}];
-          const bool small = n <= 256;
-          pt.latency = run_latency(*r, ring, results_, small ? (opt_.quick ? 5 : 20) : 2,
-                                   small ? opt_.latency_iters_small : opt_.latency_iters_large,
-                                   opt_.min_samples, opt_.latency_seconds);
-          pt.has_latency = true;
-          if (pt.latency.error.empty())
-            pt.throughput = run_throughput(*r, ring, results_, opt_.tput_seconds);
-          const std::string &e =
-              !pt.latency.error.empty() ? pt.latency.error : pt.throughput.error;
-          if (!e.empty()) {
-            // An engine error may leave it unusable: the rest of this engine is skipped.
-            engine_errors[spec.name] = e;
-            errors->push_back("B " + where + ": " + e);
-            broken = true;
-          }
-          if (pt.latency.parity_failed || pt.throughput.parity_failed)
-            errors->push_back("B " + where + ": " +
-                              std::to_string(pt.latency.parity_failed + pt.throughput.parity_failed) +
-                              " batch(es) differ from the CPU reference");
+        if (broken) break;
+        const std::string where = spec.name + " " + p.name + " " + w.name + " " +
+                                  std::to_string(n);
+        phase("B: " + where, point_budget);
+        const Ring &ring = rings_.at({p.name, w.name, n});
+        GridPoint &pt = points_[{spec.name, p.name, w.name, n}];
+        const bool small = n <= 256;
+        pt.latency = run_latency(*r, ring, results_, small ? (opt_.quick ? 5 : 20) : 2,
+                                 small ? opt_.latency_iters_small : opt_.latency_iters_large,
+                                 opt_.min_samples, opt_.latency_seconds);
+        pt.has_latency = true;
+        if (pt.latency.error.empty())
+          pt.throughput = run_throughput(*r, ring, results_, opt_.tput_seconds);
+        const std::string &e =
+            !pt.latency.error.empty() ? pt.latency.error : pt.throughput.error;
+        if (!e.empty()) {
+          // An engine error may leave it unusable: the rest of this engine is skipped.
+          engine_errors[spec.name] = e;
+          errors->push_back("B " + where + ": " + e);
+          broken = true;
+        }
+        if (pt.latency.parity_failed || pt.throughput.parity_failed)
+          errors->push_back("B " + where + ": " +
+                            std::to_string(pt.latency.parity_failed + pt.throughput.parity_failed) +
+                            " batch(es) differ from the CPU reference");
       }
     }
     phase("B: " + spec.name + " teardown", 60);

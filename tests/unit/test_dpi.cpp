@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dpi_patterns.h"
+#include "et_open_mz_case.h"
 #include "packet_core.h"
 
 namespace {
@@ -201,6 +202,46 @@ TEST(DpiScan, SplitScanAgreesWithNaiveMatcherAcrossTheMiddle) {
       ASSERT_EQ(id, naive_id) << kinds << " length " << len;
       ASSERT_EQ(hits, naive_hits) << kinds << " length " << len;
     }
+  }
+}
+
+using mz_case::kMzPayload;
+using mz_case::kMzRules;
+
+TEST(DpiScan, EtOpenFastPatternPayloadWhereHyperscanDiffered) {
+  std::string error;
+  auto set = parse(kMzRules, &error);
+  ASSERT_TRUE(set) << error;
+  ASSERT_EQ(set->patterns.size(), 3u);
+  const std::string mz = set->patterns[0].bytes;
+  ASSERT_EQ(mz.size(), 76u);
+  // By hand: "_" once (offset 34), the MZ header once (offset 234), which
+  // both its exact and its nocase pattern match.
+  ASSERT_EQ(kMzPayload.size(), 320u);
+  EXPECT_EQ(kMzPayload.find('_'), 34u);
+  EXPECT_EQ(kMzPayload.rfind('_'), 34u);
+  EXPECT_EQ(kMzPayload.find(mz), 234u);
+  EXPECT_EQ(kMzPayload.find(mz, 235), std::string::npos);
+  int32_t id, naive_id;
+  uint32_t hits, naive_hits;
+  scan(*set, kMzPayload, &id, &hits);
+  EXPECT_EQ(id, 0);
+  EXPECT_EQ(hits, 3u);
+  set->naive_scan(reinterpret_cast<const uint8_t *>(kMzPayload.data()),
+                  static_cast<uint32_t>(kMzPayload.size()), &naive_id, &naive_hits);
+  EXPECT_EQ(naive_id, 0);
+  EXPECT_EQ(naive_hits, 3u);
+  // The same bytes inside a 1446-byte payload, the header across the middle
+  // where the scan splits in two (at 723; the second half starts 75 early).
+  for (size_t at : {0u, 723u - 234u - 40u, 723u - 234u - 75u, 1446u - 320u}) {
+    std::string payload(1446, '\0');
+    payload.replace(at, kMzPayload.size(), kMzPayload);
+    scan(*set, payload, &id, &hits);
+    set->naive_scan(reinterpret_cast<const uint8_t *>(payload.data()),
+                    static_cast<uint32_t>(payload.size()), &naive_id, &naive_hits);
+    EXPECT_EQ(id, 0) << "at " << at;
+    EXPECT_EQ(hits, 3u) << "at " << at;
+    EXPECT_EQ(naive_hits, 3u) << "at " << at;
   }
 }
 
