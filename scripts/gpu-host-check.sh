@@ -1,11 +1,19 @@
 #!/bin/bash
 # Runs the GPU checks on a machine with a CUDA GPU, from an existing build:
 # the gpu test suite, compute-sanitizer over it, the examples in every mode,
-# and the benchmark.  Logs go to $OUT (default ./out).  For the lent GPU host
-# (no GStreamer there), carry build/, .gstrt/ (../shared/tools/gst-runtime-bundle)
-# and .shared/ (a copy of ../shared) and run:  bash scripts/gpu-host-check.sh
-# Logs go to $OUT/logs/NAME.log, the benchmark report to $OUT.
+# the CPU peers and the benchmark.  For the lent GPU host (no GStreamer there),
+# carry build/, .gstrt/ (../shared/tools/gst-runtime-bundle) and .shared/ (a
+# copy of ../shared) and run:  bash scripts/gpu-host-check.sh [PART...]
+# PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
+# on every core, then gpupacket-bench's stress and realistic grids), or the
+# bench's pieces: peers, bench-stress, bench-realistic; default: all of them.
+# On the lent host one command may run 10 minutes: run suite and bench apart.
+# Logs go to $OUT/logs/NAME.log, the benchmark reports to $OUT/stress and
+# $OUT/realistic, the peers' figures to $OUT/peers.csv.
 set -uo pipefail
+parts=" ${*:-suite bench} "
+parts=${parts/ bench / peers bench-stress bench-realistic }
+want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
 # Straight into $OUT, so what ran comes back even if the machine's time runs out.
@@ -27,6 +35,7 @@ run() {  # run NAME COMMAND...: log to $OUT/NAME.log, print the tail
   [ $rc -eq 0 ] || status=1
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$LOGS/gpu.txt"
+if want suite; then
 run parity build/tests/gpu/test-gpu-parity "$pcaps"
 run modes build/tests/gpu/test-gpu-modes "$pcaps"
 GPP_GPU_MODES_PROPS="acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
@@ -46,17 +55,6 @@ GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
 command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
 TAIL=9 GPP_LIVE_LATENCY=build/bench/gpupacket-live-latency \
   run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
-# The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
-# ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
-#     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
-peers=()
-if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
-  TAIL=12 run cpu-peers build/bench/gpupacket-cpu-peers --csv "$OUT/peers.csv" ../shared/data
-  peers=(--peers-csv "$OUT/peers.csv")
-else
-  echo "== cpu-peers: skipped (not built, or DPDK / Hyperscan libraries missing here)"
-fi
-TAIL=${BENCH_TAIL:-60} run bench build/bench/gpupacket-bench --gst "${peers[@]}" ${BENCH_ARGS:-} --out "$OUT"
 san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
@@ -71,4 +69,28 @@ for m in cpu streams zerocopy graph persistent; do
 done
 run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
 rm -f "$LOGS"/*.csv
+fi
+if want peers; then
+  # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
+  # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
+  #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
+  # Every worker pinned to its own core; rte_acl cross-checked against dpdk-test-acl.
+  if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
+    test_acl=()
+    [ -x build/bench/dpdk-test-acl ] && test_acl=(--test-acl build/bench/dpdk-test-acl)
+    TAIL=60 run cpu-peers build/bench/gpupacket-cpu-peers "${test_acl[@]}" --csv "$OUT/peers.csv" ../shared/data
+  else
+    echo "== cpu-peers: skipped (not built, or DPDK / Hyperscan libraries missing here)"
+  fi
+fi
+peers=()
+[ -s "$OUT/peers.csv" ] && peers=(--peers-csv "$OUT/peers.csv")
+if want bench-stress; then
+  TAIL=${BENCH_TAIL:-60} run bench-stress build/bench/gpupacket-bench --grid stress --gst "${peers[@]}" \
+    ${BENCH_ARGS:-} --out "$OUT/stress"
+fi
+if want bench-realistic; then
+  TAIL=${BENCH_TAIL:-60} run bench-realistic build/bench/gpupacket-bench --grid realistic "${peers[@]}" \
+    ${BENCH_ARGS:-} --out "$OUT/realistic"
+fi
 exit $status
