@@ -129,7 +129,7 @@ void WorkerPool::worker_main(unsigned w) {
       job_cv_.wait(lock, [&] { return stop_ || generation_ != seen_generation; });
       if (stop_) return;
       seen_generation = generation_;
-      if (w >= job_workers_) continue;
+      if (w < job_first_ || w >= job_first_ + job_workers_) continue;
       job = job_;
     }
     std::string error;
@@ -146,11 +146,13 @@ void WorkerPool::worker_main(unsigned w) {
   }
 }
 
-std::string WorkerPool::run(unsigned n, const std::function<void(unsigned)> &fn) {
-  n = std::min(n, size());
+std::string WorkerPool::run(unsigned n, const std::function<void(unsigned)> &fn, unsigned first) {
+  if (first >= size()) return "";
+  n = std::min(n, size() - first);
   if (n == 0) return "";
   std::unique_lock<std::mutex> lock(mutex_);
   job_ = &fn;
+  job_first_ = first;
   job_workers_ = n;
   pending_ = n;
   job_error_.clear();
@@ -162,9 +164,9 @@ std::string WorkerPool::run(unsigned n, const std::function<void(unsigned)> &fn)
 }
 
 Point WorkerPool::measure(unsigned n, size_t items, size_t chunk, const WorkerSetup &setup,
-                          double min_seconds) {
+                          double min_seconds, unsigned first) {
   Point p;
-  if (!ok() || n == 0 || n > size() || items == 0 || chunk == 0) {
+  if (!ok() || n == 0 || first + n > size() || items == 0 || chunk == 0) {
     p.error = !ok() ? error_ : "cannot measure " + std::to_string(items) + " items on " +
                                    std::to_string(n) + " of " + std::to_string(size()) + " workers";
     return p;
@@ -175,14 +177,15 @@ Point WorkerPool::measure(unsigned n, size_t items, size_t chunk, const WorkerSe
   std::atomic<bool> failed{false};
   const auto min_time = std::chrono::duration<double>(min_seconds);
   const auto warmup = min_time * kWarmupShare;
-  const std::string error = run(n, [&](unsigned w) {
+  const std::string error = run(n, [&](unsigned worker) {
+    const unsigned w = worker - first; // the worker's place in this point
     WorkerRun &me = p.workers[w];
-    me.cpu = cpus_[w];
+    me.cpu = cpus_[worker];
     int last_cpu = sched_getcpu();
     note_cpu(me, last_cpu);
     Work work;
     try {
-      work = setup(w, &errors[w]);
+      work = setup(worker, &errors[w]);
     } catch (const std::exception &e) {
       errors[w] = e.what();
     }
@@ -218,7 +221,7 @@ Point WorkerPool::measure(unsigned n, size_t items, size_t chunk, const WorkerSe
     if (failed.load()) return;
     me.seconds = loop(min_time);
     me.items = done;
-  });
+  }, first);
   for (unsigned w = 0; w < n && p.error.empty(); ++w)
     if (!errors[w].empty()) p.error = "worker " + std::to_string(w) + ": " + errors[w];
   if (p.error.empty()) p.error = error;
@@ -230,7 +233,19 @@ Scaling WorkerPool::scaling(const std::string &name, size_t items, size_t chunk,
   Scaling s;
   s.name = name;
   s.items = items;
-  s.one = measure(1, items, chunk, setup, min_seconds);
+  std::vector<unsigned> singles = {0, size() / 2, size() - 1};
+  singles.erase(std::unique(singles.begin(), singles.end()), singles.end());
+  std::vector<Point> ones;
+  for (unsigned w : singles) ones.push_back(measure(1, items, chunk, setup, min_seconds, w));
+  for (const Point &p : ones)
+    if (!p.error.empty()) {
+      s.one = p;
+      break;
+    }
+  if (s.one.error.empty() && !ones.empty()) {
+    std::sort(ones.begin(), ones.end(), [](const Point &a, const Point &b) { return a.rate() < b.rate(); });
+    s.one = ones[ones.size() / 2];
+  }
   s.all = size() == 1 ? s.one : measure(size(), items, chunk, setup, min_seconds);
   return s;
 }

@@ -81,18 +81,22 @@ public:
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
   const std::vector<int> &cpus() const { return cpus_; }
 
-  // Runs fn(worker) on workers 0..n-1 at once and waits for them; untimed.
-  // An exception inside fn becomes the returned message ("" = fine).
-  std::string run(unsigned n, const std::function<void(unsigned)> &fn);
+  // Runs fn(worker) on workers first..first+n-1 at once and waits for them;
+  // untimed.  An exception inside fn becomes the returned message ("" = fine).
+  std::string run(unsigned n, const std::function<void(unsigned)> &fn, unsigned first = 0);
 
   // A timed point on workers 0..n-1: setup on each, then all start together
   // (a spinning barrier: each worker owns its CPU) and each calls its Work
   // over `items` cyclically, `chunk` at a time, worker w starting at
   // w * items / n, until min_seconds of its own time have passed.
+  // `first` shifts the point to workers first..first+n-1 (Point::workers[0]
+  // is worker `first`).
   Point measure(unsigned n, size_t items, size_t chunk, const WorkerSetup &setup,
-                double min_seconds);
+                double min_seconds, unsigned first = 0);
 
-  // measure() on 1 worker and on all workers.
+  // measure() on all workers, and on one: the median of single-worker points
+  // on the first, middle and last worker's CPUs (one core of a VM can be
+  // slowed by what else runs there; seen as 16-core scaling of 22x).
   Scaling scaling(const std::string &name, size_t items, size_t chunk, const WorkerSetup &setup,
                   double min_seconds);
 
@@ -107,7 +111,7 @@ private:
   std::mutex mutex_;
   std::condition_variable job_cv_, done_cv_;
   const std::function<void(unsigned)> *job_ = nullptr;
-  unsigned job_workers_ = 0;
+  unsigned job_first_ = 0, job_workers_ = 0;
   uint64_t generation_ = 0;
   unsigned pending_ = 0;
   std::string job_error_;
