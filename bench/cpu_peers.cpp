@@ -10,7 +10,8 @@
 //
 // Workers are pinned one per CPU of the set the process was allowed before
 // rte_eal_init (peer_workers.h says why); N defaults to all of them.  Every
-// timed point runs each worker for at least MS milliseconds (100, --quick 10)
+// timed point runs each worker for at least MS milliseconds (250, --quick 10:
+// on the H200 host's VM, 100 ms points of one core varied by up to 30%)
 // after set-up, all starting together; N-core Mpps = the sum of per-worker
 // rates.
 //
@@ -115,7 +116,7 @@ bool parse_options(int argc, char **argv, Options *opt) {
     }
   }
   opt->cells = opt->cells || !opt->csv.empty();
-  opt->min_seconds = (min_ms ? min_ms : opt->quick ? 10 : 100) / 1000.0;
+  opt->min_seconds = (min_ms ? min_ms : opt->quick ? 10 : 250) / 1000.0;
   return !opt->data.empty();
 }
 
@@ -450,23 +451,22 @@ public:
     if (f_) std::fclose(f_);
   }
   bool ok() const { return f_ != nullptr; }
-  // The 1-core row, then the all-core one (gpupacket-bench keeps the one with the most threads).
-  void add(const gppbench::Cell &c, const char *item, const Scaling &s, unsigned n, size_t differences) {
-    if (!f_) return;
-    for (const bool all : {false, true}) {
-      if (all && n == 1) break;
-      std::fprintf(f_, "%s,%s,%s,%u,%zu,%.6g,%zu\n", c.profile->name, c.workload->name, item, all ? n : 1,
-                   s.items, (all ? s.all : s.one).mpps(), differences);
-    }
+  void row(const char *profile, const char *workload, const char *item, unsigned threads, size_t packets,
+           double mpps, size_t differences) {
+    if (f_)
+      std::fprintf(f_, "%s,%s,%s,%u,%zu,%.6g,%zu\n", profile, workload, item, threads, packets, mpps, differences);
+  }
+  // The 1-core row, then the all-core one (gpupacket-bench keeps both).
+  void add(const char *profile, const char *workload, const char *item, const Scaling &s, unsigned n,
+           size_t differences) {
+    row(profile, workload, item, 1, s.items, s.one.mpps(), differences);
+    if (n > 1) row(profile, workload, item, n, s.items, s.all.mpps(), differences);
   }
   void add_combined(const gppbench::Cell &c, const Scaling &a, const Scaling &h, unsigned n, size_t differences) {
-    if (!f_) return;
     auto combined = [](const Point &x, const Point &y) { return 1 / (1 / x.mpps() + 1 / y.mpps()); };
-    for (const bool all : {false, true}) {
-      if (all && n == 1) break;
-      std::fprintf(f_, "%s,%s,rte_acl+hyperscan,%u,%zu,%.6g,%zu\n", c.profile->name, c.workload->name,
-                   all ? n : 1, a.items, all ? combined(a.all, h.all) : combined(a.one, h.one), differences);
-    }
+    row(c.profile->name, c.workload->name, "rte_acl+hyperscan", 1, a.items, combined(a.one, h.one), differences);
+    if (n > 1)
+      row(c.profile->name, c.workload->name, "rte_acl+hyperscan", n, a.items, combined(a.all, h.all), differences);
   }
   bool close() {
     FILE *f = f_;
@@ -478,7 +478,7 @@ private:
   FILE *f_;
 };
 
-bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins) {
+bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut &csv) {
   gppbench::RuleSets sets;
   std::string error;
   const auto t0 = std::chrono::steady_clock::now();
@@ -510,11 +510,6 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins) {
       std::fprintf(stderr, "%s: %s\n", kv.first.c_str(), error.c_str());
       return false;
     }
-  }
-  CsvOut csv(opt.csv);
-  if (!opt.csv.empty() && !csv.ok()) {
-    std::fprintf(stderr, "%s: cannot write: %s\n", opt.csv.c_str(), std::strerror(errno));
-    return false;
   }
   std::vector<gppbench::Cell> cells;
   for (const gppbench::Cell &c : gppbench::stress_cells())
@@ -576,16 +571,12 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins) {
       char cell[64];
       std::snprintf(cell, sizeof cell, "%8.3f / %8.3f (%5.2fx)", s.one.mpps(), s.all.mpps(), s.scaling());
       cols[s.name == "rte_acl" ? 0 : s.name == "hyperscan" ? 1 : 2] = cell;
-      csv.add(c, s.name.c_str(), s, n, differences);
+      csv.add(c.profile->name, w.name, s.name.c_str(), s, n, differences);
     }
     if (w.acl && w.dpi) csv.add_combined(c, rows[0], rows[1], n, differences);
     const std::string density = payload ? std::to_string(static_cast<int>(hits * 1024.0 / payload + 0.5)) : "-";
     std::printf("%-12s %-12s %8zu %8s %26s %26s %26s  %zu\n", c.profile->name, w.name, packets, density.c_str(),
                 cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), differences);
-  }
-  if (!opt.csv.empty() && !csv.close()) {
-    std::fprintf(stderr, "%s: write failed\n", opt.csv.c_str());
-    return false;
   }
   return ok;
 }
@@ -606,6 +597,11 @@ int run(const Options &opt, const std::vector<int> &allowed) {
     return 1;
   }
   PinCheck pins(pool);
+  CsvOut csv(opt.csv);
+  if (!opt.csv.empty() && !csv.ok()) {
+    std::fprintf(stderr, "%s: cannot write: %s\n", opt.csv.c_str(), std::strerror(errno));
+    return 1;
+  }
 
   std::string error;
   auto acl = gpp::load_acl_rules(opt.data + "/acl/classbench_acl1_1k.rules", &error);
@@ -689,9 +685,15 @@ int run(const Options &opt, const std::vector<int> &allowed) {
            " with hits"},
   };
   bool ok = acl_answers.differences == 0 && dpi_answers.differences == 0;
-  for (const auto &row : rows) {
-    ok = print_row(row.first, row.second) && ok;
-    pins.add(row.first);
+  const char *const csv_items[][3] = {{"64B-basic", "acl1k", "rte_acl"},
+                                      {"64B-basic", "acl1k", "gpupacket-acl"},
+                                      {"1500B-basic", "scan", "hyperscan"},
+                                      {"1500B-basic", "scan", "gpupacket-dpi"}};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ok = print_row(rows[i].first, rows[i].second) && ok;
+    pins.add(rows[i].first);
+    csv.add(csv_items[i][0], csv_items[i][1], csv_items[i][2], rows[i].first, n,
+            i < 2 ? acl_answers.differences : dpi_answers.differences);
   }
   std::printf("per worker at %u cores, Mpps (worker: CPU):\n", n);
   for (const auto &row : rows) {
@@ -712,9 +714,19 @@ int run(const Options &opt, const std::vector<int> &allowed) {
     t.binary = opt.test_acl;
     t.data_dir = opt.data;
     t.min_seconds = opt.min_seconds;
-    ok = peers::test_acl_cross_check(pool, *acl, t) && ok;
+    peers::TestAclResult r;
+    ok = peers::test_acl_cross_check(pool, *acl, t, &r) && ok;
+    // The trace's figures: rte_acl on one core, by dpdk-test-acl and by the harness.
+    if (r.test_acl_mpps > 0) {
+      csv.row("trace", "acl1k", "dpdk-test-acl", 1, r.lines, r.test_acl_mpps, r.differences);
+      csv.row("trace", "acl1k", "rte_acl", 1, r.lines, r.harness_mpps, r.differences);
+    }
   }
-  if (opt.cells) ok = cells_section(opt, pool, pins) && ok;
+  if (opt.cells) ok = cells_section(opt, pool, pins, csv) && ok;
+  if (!opt.csv.empty() && !csv.close()) {
+    std::fprintf(stderr, "%s: write failed\n", opt.csv.c_str());
+    ok = false;
+  }
   ok = pins.report() && ok;
   std::printf("\n%s\n", ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;

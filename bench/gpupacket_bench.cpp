@@ -953,15 +953,21 @@ struct Target {
 };
 
 // gpupacket-cpu-peers --csv output: profile,workload,item,threads,packets,mpps,differences.
-// Keeps, per (profile, workload, item), the row with the most threads (all cores).
+// Per (profile, workload, item): the 1-core row and the row with the most
+// threads (all cores).
 struct PeerFigure {
   unsigned threads = 0;
-  double mpps = kNaN;
+  double mpps = kNaN, one_core = kNaN;
+  size_t packets = 0;
   unsigned long differences = 0;
 };
 using PeerKey = std::tuple<std::string, std::string, std::string>;
-std::map<PeerKey, PeerFigure> read_peers_csv(const std::string &path, std::string *error) {
-  std::map<PeerKey, PeerFigure> out;
+struct PeerRows {
+  std::vector<PeerKey> order; // as the file lists them
+  std::map<PeerKey, PeerFigure> figures;
+};
+PeerRows read_peers_csv(const std::string &path, std::string *error) {
+  PeerRows out;
   std::ifstream f(path);
   if (!f) {
     *error = path + ": cannot open";
@@ -975,15 +981,54 @@ std::map<PeerKey, PeerFigure> read_peers_csv(const std::string &path, std::strin
     std::istringstream is(line);
     while (std::getline(is, cell, ',')) cells.push_back(cell);
     if (cells.size() < 7) continue;
-    PeerFigure fig;
-    fig.threads = static_cast<unsigned>(std::atoi(cells[3].c_str()));
-    fig.mpps = std::atof(cells[5].c_str());
-    fig.differences = std::strtoul(cells[6].c_str(), nullptr, 10);
-    PeerFigure &have = out[PeerKey{cells[0], cells[1], cells[2]}];
-    if (fig.threads >= have.threads) have = fig;
+    const PeerKey key{cells[0], cells[1], cells[2]};
+    const unsigned threads = static_cast<unsigned>(std::atoi(cells[3].c_str()));
+    const double mpps = std::atof(cells[5].c_str());
+    if (!out.figures.count(key)) out.order.push_back(key);
+    PeerFigure &have = out.figures[key];
+    if (threads == 1) have.one_core = mpps;
+    if (threads >= have.threads) {
+      have.threads = threads;
+      have.mpps = mpps;
+      have.packets = std::strtoul(cells[4].c_str(), nullptr, 10);
+      have.differences = std::strtoul(cells[6].c_str(), nullptr, 10);
+    }
   }
-  if (out.empty()) *error = path + ": no rows";
+  if (out.figures.empty()) *error = path + ": no rows";
   return out;
+}
+
+// The peers' figures beside the GPU's: what --peers-csv holds, per item.
+void peers_table(Run &run, const PeerRows &peers) {
+  Table t;
+  t.id = "peers";
+  t.title = "CPU peers (gpupacket-cpu-peers --csv): Mpps on one core and on all, each worker pinned "
+            "to its own core";
+  t.header = {"profile", "workload", "item", "packets", "1-core Mpps", "all-core Mpps", "cores",
+              "scaling", "differences"};
+  for (const PeerKey &k : peers.order) {
+    const PeerFigure &f = peers.figures.at(k);
+    const bool all = f.threads > 1;
+    t.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::to_string(f.packets),
+                      fmt(f.one_core, 3), all ? fmt(f.mpps, 3) : "-", std::to_string(f.threads),
+                      all ? fmt(f.mpps / f.one_core, 2) + "x" : "-", std::to_string(f.differences)});
+  }
+  const auto test_acl = peers.figures.find(PeerKey{"trace", "acl1k", "dpdk-test-acl"});
+  const auto harness = peers.figures.find(PeerKey{"trace", "acl1k", "rte_acl"});
+  if (test_acl != peers.figures.end() && harness != peers.figures.end()) {
+    const double r = harness->second.one_core / test_acl->second.one_core;
+    t.notes.push_back("rte_acl cross-check on the ClassBench acl1 1k rules and trace, one core each: the "
+                      "harness " + fmt(harness->second.one_core, 2) + " Mpps, DPDK's own dpdk-test-acl " +
+                      fmt(test_acl->second.one_core, 2) + " Mpps = " + fmt(r, 3) + " (" +
+                      (std::fabs(r - 1) <= 0.1 ? "within" : "OUTSIDE") + " 10%); the rule of every trace "
+                      "line compared: " + std::to_string(test_acl->second.differences) + " differences.");
+    run.csv("peers", "test-acl", "", "trace", "acl1k", 0, 0, "harness_over_test_acl", r, "x");
+  }
+  t.notes.push_back("1-core = the median of one worker alone on three CPUs; all-core = the sum of the "
+                    "per-worker rates with every worker busy; differences = packets whose answers differ "
+                    "from gpupacket's (any fails the peers' run).  pipeline = gpupacket's parse + RSS, "
+                    "rte_acl, Hyperscan per packet; rte_acl+hyperscan = 1 / (1/acl + 1/hs).");
+  run.report.add_table(t);
 }
 
 std::string ratio_gap(double measured, double target, const std::string &unit) {
@@ -1108,12 +1153,12 @@ void targets(Run &run, const Grid *grid) {
   }
   // 4. Full workloads: best GPU mode vs the CPU peers on all cores and vs cpu-1.
   std::string peers_error;
-  std::map<PeerKey, PeerFigure> peers;
+  PeerRows peers;
   if (!run.opt.peers_csv.empty()) peers = read_peers_csv(run.opt.peers_csv, &peers_error);
   auto peer = [&](const std::string &profile, const std::string &workload,
                   const std::string &item) -> const PeerFigure * {
-    auto it = peers.find(PeerKey{profile, workload, item});
-    return it == peers.end() || !(it->second.mpps > 0) ? nullptr : &it->second;
+    auto it = peers.figures.find(PeerKey{profile, workload, item});
+    return it == peers.figures.end() || !(it->second.mpps > 0) ? nullptr : &it->second;
   };
   auto peers_missing = [&]() -> std::string {
     if (run.opt.peers_csv.empty()) return "give --peers-csv FILE (gpupacket-cpu-peers --csv FILE)";
@@ -1190,6 +1235,7 @@ void targets(Run &run, const Grid *grid) {
              r >= 10 ? "headroom " + fmt(r / 10, 2) + "x" : fmt(10 / r, 2) + "x short"};
     add(t, "full-vs-cpu1", at, p.name, "full", 0, r, "x", ">=10");
   }
+  if (!peers.figures.empty()) peers_table(run, peers);
   Table t;
   t.id = "targets";
   t.title = "Targets (issue)";

@@ -270,7 +270,8 @@ std::string rule_name(uint32_t rule) { return rule == gpp::kAclNoRule ? "none" :
 
 } // namespace
 
-bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const TestAclOptions &opt) {
+bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const TestAclOptions &opt,
+                          TestAclResult *result) {
   const std::string rules_path = opt.data_dir + "/acl/classbench_acl1_1k.rules";
   const std::string trace_path = opt.data_dir + "/acl/classbench_acl1_1k.trace";
   std::printf("\ndpdk-test-acl cross-check (%s), ClassBench acl1 1k rules and trace\n", opt.binary.c_str());
@@ -338,6 +339,8 @@ bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const 
                   rule_name(oracle).c_str());
   }
   const bool agree = diff_harness == 0 && diff_ours == 0 && diff_oracle == 0;
+  result->lines = n;
+  result->differences = std::max({diff_harness, diff_ours, diff_oracle});
   std::printf("  ports set to 0 on %zu trace lines of protocols without ports (as gpupacket parses them); "
               "that changes rte_acl's rule on %zu of them\n",
               zeroed, moved);
@@ -375,6 +378,8 @@ bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const 
               cpu, their_pps / 1e6, iter, their_packets, their_seconds);
   std::printf("  harness rte_acl, 1 worker (CPU %d), burst 64: %8.3f Mpps (%" PRIu64 " packets, %.3f s)\n",
               mine.workers[0].cpu, mine.mpps(), mine.items(), mine.workers[0].seconds);
+  result->test_acl_mpps = their_pps / 1e6;
+  result->harness_mpps = mine.mpps();
   std::printf("  harness / dpdk-test-acl = %.3f (target on the 16-core GPU host: within 0.90 .. 1.10)\n",
               their_pps > 0 ? mine.rate() / their_pps : 0.0);
   return agree || fail("dpdk-test-acl, the harness's rte_acl and gpupacket's ACL differ on some trace lines");

@@ -18,9 +18,16 @@ struct TestAclOptions {
   double min_seconds = 0.1;
 };
 
+// What the cross-check found (rates 0 where it did not get that far).
+struct TestAclResult {
+  double test_acl_mpps = 0, harness_mpps = 0; // one core each, the same CPU
+  size_t lines = 0, differences = 0;           // trace lines; any answer differing on them
+};
+
 // Prints the section; false (with the reason printed) when a tool fails or
 // any trace line's answers differ.  Runs the harness's side on the pool's
 // worker 0 and test-acl on that worker's CPU.
-bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const TestAclOptions &opt);
+bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const TestAclOptions &opt,
+                          TestAclResult *result);
 
 } // namespace peers
