@@ -1063,93 +1063,97 @@ void targets(Run &run, const Grid *grid) {
   auto not_measured = [&](const std::string &name, const std::string &target, const std::string &why) {
     ts.push_back({name, "", target, "", "NOT MEASURED", why});
   };
-  // 1. persistent p99 per 64-packet batch of 64-byte packets, in the element:
-  // parse+rss within 3x of the raw ping-pong (GPU modes); +acl1k within 10 us
-  // and 3x (benchmarks).
-  for (const char *workload : kLatencyTargetWorkloads) {
-    const bool acl = std::string(workload) == "+acl1k";
-    const std::string name1 = std::string("persistent p99 in the element, 64 x 64-byte, ") +
-                              workload + ", <= 10 us";
-    const std::string name2 = std::string("persistent p99 in the element, 64 x 64-byte, ") +
-                              workload + ", <= 3x raw persistent ping-pong p99";
-    const auto key = run.element_key.find(workload);
-    if (key == run.element_key.end() || !key->second.stats_batches || !key->second.error.empty()) {
-      const std::string failure = key != run.element_key.end() && !key->second.error.empty()
-                                      ? key->second.error
-                                      : run.gst_error;
-      const std::string why = run.opt.cpu_only ? "--cpu-only"
-                              : !run.opt.gst   ? "run with --gst"
-                                               : "element run failed: " + failure;
-      if (acl) not_measured(name1, "<= 10 us", why);
-      not_measured(name2, "<= 3.00x", why);
-      continue;
-    }
-    const GstModeResult &g = key->second;
-    const double us = g.stats_p99 / 1000.0;
-    std::string engine;
-    if (grid)
-      if (const GridPoint *pt = grid->point("persistent", "64B", workload, 64)) {
-        engine = "; engine-only p99 " + fmt_us(pt->latency.stats.p99) + " us";
-        if (pt->latency.device.n) engine += ", GPU-side p99 " + fmt_us(pt->latency.device.p99) + " us";
+  // 1-3 are the stress grid's targets: a --grid realistic run leaves them out.
+  const bool stress = !grid || grid->has("64B", "+acl1k");
+  if (stress) {
+    // 1. persistent p99 per 64-packet batch of 64-byte packets, in the element:
+    // parse+rss within 3x of the raw ping-pong (GPU modes); +acl1k within 10 us
+    // and 3x (benchmarks).
+    for (const char *workload : kLatencyTargetWorkloads) {
+      const bool acl = std::string(workload) == "+acl1k";
+      const std::string name1 = std::string("persistent p99 in the element, 64 x 64-byte, ") +
+                                workload + ", <= 10 us";
+      const std::string name2 = std::string("persistent p99 in the element, 64 x 64-byte, ") +
+                                workload + ", <= 3x raw persistent ping-pong p99";
+      const auto key = run.element_key.find(workload);
+      if (key == run.element_key.end() || !key->second.stats_batches || !key->second.error.empty()) {
+        const std::string failure = key != run.element_key.end() && !key->second.error.empty()
+                                        ? key->second.error
+                                        : run.gst_error;
+        const std::string why = run.opt.cpu_only ? "--cpu-only"
+                                : !run.opt.gst   ? "run with --gst"
+                                                 : "element run failed: " + failure;
+        if (acl) not_measured(name1, "<= 10 us", why);
+        not_measured(name2, "<= 3.00x", why);
+        continue;
       }
-    if (acl) {
-      Target t{name1, fmt_us(g.stats_p99) + " us", "<= 10 us", fmt(us / 10, 2) + "x",
-               us <= 10 ? "PASS" : "MISS", ""};
-      t.gap = (us <= 10 ? "headroom " + fmt(10 - us, 2) + " us" : fmt(us - 10, 2) + " us over") +
-              engine;
-      add(t, "element-persistent-p99", "persistent", "64B", workload, 64, us, "us", "<=10");
+      const GstModeResult &g = key->second;
+      const double us = g.stats_p99 / 1000.0;
+      std::string engine;
+      if (grid)
+        if (const GridPoint *pt = grid->point("persistent", "64B", workload, 64)) {
+          engine = "; engine-only p99 " + fmt_us(pt->latency.stats.p99) + " us";
+          if (pt->latency.device.n) engine += ", GPU-side p99 " + fmt_us(pt->latency.device.p99) + " us";
+        }
+      if (acl) {
+        Target t{name1, fmt_us(g.stats_p99) + " us", "<= 10 us", fmt(us / 10, 2) + "x",
+                 us <= 10 ? "PASS" : "MISS", ""};
+        t.gap = (us <= 10 ? "headroom " + fmt(10 - us, 2) + " us" : fmt(us - 10, 2) + " us over") +
+                engine;
+        add(t, "element-persistent-p99", "persistent", "64B", workload, 64, us, "us", "<=10");
+      }
+      if (!run.pingpong.n) {
+        not_measured(name2, "<= 3.00x", "raw ping-pong failed: " + run.pingpong_error);
+        continue;
+      }
+      const double ratio = g.stats_p99 / run.pingpong.p99;
+      Target t2{name2, fmt_us(g.stats_p99) + " us vs " + fmt_us(run.pingpong.p99) + " us",
+                "<= 3.00x", fmt(ratio, 2) + "x", ratio <= 3 ? "PASS" : "MISS", ""};
+      const double budget = 3 * run.pingpong.p99;
+      t2.gap = (ratio <= 3 ? "headroom " + fmt_us(budget - g.stats_p99) + " us"
+                           : fmt_us(g.stats_p99 - budget) + " us over (" + fmt(ratio / 3, 2) +
+                                 "x the budget of " + fmt_us(budget) + " us)") +
+               (acl ? "" : engine + job_floor(run));
+      add(t2, acl ? "element-persistent-p99-vs-pingpong" : "element-persistent-parse-p99-vs-pingpong",
+          "persistent", "64B", workload, 64, ratio, "x", "<=3");
     }
-    if (!run.pingpong.n) {
-      not_measured(name2, "<= 3.00x", "raw ping-pong failed: " + run.pingpong_error);
-      continue;
+    // 2. streams / graph, 4096 x 64-byte, +acl1k: >= 150 Mpps.
+    for (const char *mode : {"streams", "graph"}) {
+      const std::string name = std::string(mode) + ", 4096 x 64-byte, +acl1k, >= 150 Mpps";
+      const GridPoint *pt = grid ? grid->point(mode, "64B", "+acl1k", 4096) : nullptr;
+      if (!pt || !pt->throughput.batches) {
+        not_measured(name, ">= 150 Mpps",
+                     run.opt.cpu_only ? "--cpu-only" : grid ? grid->engine_errors.count(mode) ? grid->engine_errors.at(mode) : "no 4096-packet point" : "no grid");
+        continue;
+      }
+      const double m = pt->throughput.mpps();
+      Target t{name, fmt(m, 1) + " Mpps", ">= 150 Mpps", fmt(m / 150, 2) + "x",
+               m >= 150 ? "PASS" : "MISS", ratio_gap(m, 150, "Mpps")};
+      t.gap += "; kernel " + fmt(grid->kernel_us("64B", "+acl1k", 4096), 1) + " us/batch = " +
+               fmt(4096 / grid->kernel_us("64B", "+acl1k", 4096), 0) + " Mpps kernel-bound";
+      add(t, "tput-64B-4096-acl1k", mode, "64B", "+acl1k", 4096, m, "Mpps", ">=150");
     }
-    const double ratio = g.stats_p99 / run.pingpong.p99;
-    Target t2{name2, fmt_us(g.stats_p99) + " us vs " + fmt_us(run.pingpong.p99) + " us",
-              "<= 3.00x", fmt(ratio, 2) + "x", ratio <= 3 ? "PASS" : "MISS", ""};
-    const double budget = 3 * run.pingpong.p99;
-    t2.gap = (ratio <= 3 ? "headroom " + fmt_us(budget - g.stats_p99) + " us"
-                         : fmt_us(g.stats_p99 - budget) + " us over (" + fmt(ratio / 3, 2) +
-                               "x the budget of " + fmt_us(budget) + " us)") +
-             (acl ? "" : engine + job_floor(run));
-    add(t2, acl ? "element-persistent-p99-vs-pingpong" : "element-persistent-parse-p99-vs-pingpong",
-        "persistent", "64B", workload, 64, ratio, "x", "<=3");
-  }
-  // 2. streams / graph, 4096 x 64-byte, +acl1k: >= 150 Mpps.
-  for (const char *mode : {"streams", "graph"}) {
-    const std::string name = std::string(mode) + ", 4096 x 64-byte, +acl1k, >= 150 Mpps";
-    const GridPoint *pt = grid ? grid->point(mode, "64B", "+acl1k", 4096) : nullptr;
-    if (!pt || !pt->throughput.batches) {
-      not_measured(name, ">= 150 Mpps",
-                   run.opt.cpu_only ? "--cpu-only" : grid ? grid->engine_errors.count(mode) ? grid->engine_errors.at(mode) : "no 4096-packet point" : "no grid");
-      continue;
+    // 3. 1500-byte packets, 4096-packet batches: >= 80% of pinned H2D at the batch's size.
+    for (const char *mode : {"streams", "graph", "zerocopy", "persistent"}) {
+      const bool copy_mode = std::strcmp(mode, "streams") == 0 || std::strcmp(mode, "graph") == 0;
+      const std::string name = std::string(mode) + ", 4096 x 1500-byte, +acl1k, >= 80% of pinned H2D" +
+                               (copy_mode ? "" : " (info)");
+      const GridPoint *pt = grid ? grid->point(mode, "1500B", "+acl1k", 4096) : nullptr;
+      const Ring *ring = grid ? grid->ring("1500B", "+acl1k", 4096) : nullptr;
+      const double h2d = ring && run.bandwidth.count(ring->batches[0].bytes)
+                             ? run.bandwidth[ring->batches[0].bytes].h2d
+                             : kNaN;
+      if (!pt || !pt->throughput.batches || std::isnan(h2d)) {
+        not_measured(name, ">= 80%", run.opt.cpu_only ? "--cpu-only" : "not measured");
+        continue;
+      }
+      const double pct = 100 * pt->throughput.batch_gBps() / h2d;
+      Target t{name, fmt(pt->throughput.batch_gBps(), 1) + " GB/s of " + fmt(h2d, 1) + " GB/s = " +
+                         fmt(pct, 1) + "%",
+               ">= 80%", fmt(pct / 80, 2) + "x", pct >= 80 ? "PASS" : copy_mode ? "MISS" : "info",
+               ratio_gap(pct, 80, "points")};
+      add(t, "tput-1500B-4096-pct-h2d", mode, "1500B", "+acl1k", 4096, pct, "%", ">=80");
     }
-    const double m = pt->throughput.mpps();
-    Target t{name, fmt(m, 1) + " Mpps", ">= 150 Mpps", fmt(m / 150, 2) + "x",
-             m >= 150 ? "PASS" : "MISS", ratio_gap(m, 150, "Mpps")};
-    t.gap += "; kernel " + fmt(grid->kernel_us("64B", "+acl1k", 4096), 1) + " us/batch = " +
-             fmt(4096 / grid->kernel_us("64B", "+acl1k", 4096), 0) + " Mpps kernel-bound";
-    add(t, "tput-64B-4096-acl1k", mode, "64B", "+acl1k", 4096, m, "Mpps", ">=150");
-  }
-  // 3. 1500-byte packets, 4096-packet batches: >= 80% of pinned H2D at the batch's size.
-  for (const char *mode : {"streams", "graph", "zerocopy", "persistent"}) {
-    const bool copy_mode = std::strcmp(mode, "streams") == 0 || std::strcmp(mode, "graph") == 0;
-    const std::string name = std::string(mode) + ", 4096 x 1500-byte, +acl1k, >= 80% of pinned H2D" +
-                             (copy_mode ? "" : " (info)");
-    const GridPoint *pt = grid ? grid->point(mode, "1500B", "+acl1k", 4096) : nullptr;
-    const Ring *ring = grid ? grid->ring("1500B", "+acl1k", 4096) : nullptr;
-    const double h2d = ring && run.bandwidth.count(ring->batches[0].bytes)
-                           ? run.bandwidth[ring->batches[0].bytes].h2d
-                           : kNaN;
-    if (!pt || !pt->throughput.batches || std::isnan(h2d)) {
-      not_measured(name, ">= 80%", run.opt.cpu_only ? "--cpu-only" : "not measured");
-      continue;
-    }
-    const double pct = 100 * pt->throughput.batch_gBps() / h2d;
-    Target t{name, fmt(pt->throughput.batch_gBps(), 1) + " GB/s of " + fmt(h2d, 1) + " GB/s = " +
-                       fmt(pct, 1) + "%",
-             ">= 80%", fmt(pct / 80, 2) + "x", pct >= 80 ? "PASS" : copy_mode ? "MISS" : "info",
-             ratio_gap(pct, 80, "points")};
-    add(t, "tput-1500B-4096-pct-h2d", mode, "1500B", "+acl1k", 4096, pct, "%", ">=80");
   }
   // 4. Full workloads: best GPU mode vs the CPU peers on all cores and vs cpu-1.
   std::string peers_error;
