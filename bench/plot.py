@@ -23,7 +23,9 @@ except ImportError:
     print("SKIP: matplotlib is not installed (apt install python3-matplotlib)")
     sys.exit(77)
 
-PROFILES = ["64B", "imix", "1500B"]
+# Profiles in the bench's order (bench/workloads.cpp profiles()); others after them.
+PROFILES = ["64B", "imix", "1500B", "pcap-imix", "pcap-1500B", "http-imix", "http-1500B",
+            "dense-imix", "dense-1500B"]
 
 
 def read_rows(path):
@@ -76,11 +78,17 @@ def plot_grid(rows, outdir, kind):
             workloads.append(w)
     written = []
     for w in workloads:
-        profiles = [p for p in PROFILES if any(k[0] == w and k[1] == p for k in main)]
+        present = [k[1] for k in main if k[0] == w]
+        profiles = [p for p in PROFILES if p in present]
+        profiles += sorted(set(p for p in present if p not in PROFILES))
         if not profiles:
             continue
-        fig, axes = plt.subplots(1, len(profiles), figsize=(5.5 * len(profiles), 4.5), squeeze=False)
-        for ax, p in zip(axes[0], profiles):
+        cols = min(len(profiles), 3)
+        rows_ = (len(profiles) + cols - 1) // cols
+        fig, axes = plt.subplots(rows_, cols, figsize=(5.5 * cols, 4.5 * rows_), squeeze=False)
+        for ax in axes.flat[len(profiles):]:
+            ax.set_visible(False)
+        for ax, p in zip(axes.flat, profiles):
             modes = mode_order({k[2] for k in main if k[0] == w and k[1] == p})
             for i, m in enumerate(modes):
                 color = "C%d" % (i % 10)
