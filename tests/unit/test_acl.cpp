@@ -25,6 +25,7 @@
 
 #include "acl_rules.h"
 #include "core_harness.h"
+#include "shared_data.h"
 
 using namespace gpptest;
 
@@ -32,20 +33,10 @@ namespace {
 
 constexpr uint32_t kNone = gpp::kAclNoRule;
 
-std::string acl_dir() {
-  const std::string flag = "--shared-data-dir=";
-  for (const std::string &arg : ::testing::internal::GetArgvs())
-    if (arg.compare(0, flag.size(), flag) == 0) return arg.substr(flag.size()) + "/acl";
-  if (const char *env = std::getenv("GPP_SHARED_DATA_DIR")) return std::string(env) + "/acl";
-  return "";
-}
+std::string acl_dir() { return test::shared_data_dir() + "/acl"; }
 
 std::shared_ptr<const gpp::AclRuleSet> load(const std::string &name) {
   const std::string dir = acl_dir();
-  if (dir.empty()) {
-    ADD_FAILURE() << "no data directory: pass --shared-data-dir=DIR or set GPP_SHARED_DATA_DIR";
-    return nullptr;
-  }
   std::string error;
   auto set = gpp::load_acl_rules(dir + "/" + name, &error);
   if (!set) ADD_FAILURE() << "loading " << name << ": " << error;

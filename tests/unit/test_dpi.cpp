@@ -14,17 +14,11 @@
 #include <vector>
 
 #include "dpi_patterns.h"
+#include "shared_data.h"
 #include "et_open_mz_case.h"
 #include "packet_core.h"
 
 namespace {
-
-std::string data_dir() {
-  for (const std::string &arg : testing::internal::GetArgvs())
-    if (arg.rfind("--shared-data-dir=", 0) == 0) return arg.substr(18);
-  const char *env = std::getenv("GPP_SHARED_DATA_DIR");
-  return env ? env : "../shared/data";
-}
 
 std::shared_ptr<const gpp::DpiPatternSet> parse(const std::string &text, std::string *error) {
   return gpp::parse_dpi_patterns(text, "test.patterns", error);
@@ -248,7 +242,7 @@ TEST(DpiScan, EtOpenFastPatternPayloadWhereHyperscanDiffered) {
 // Every capture, with both ET Open sets: the core's DPI fields equal the
 // naive matcher over the same payload bytes.
 TEST(DpiCaptures, EtOpenSetsAgreeWithNaiveMatcherOnEveryCapture) {
-  const std::string dir = data_dir();
+  const std::string dir = test::shared_data_dir();
   for (const char *rules : {"et_open_emerging-scan.rules", "et_open_emerging-shellcode.rules"}) {
     std::string error;
     auto set = gpp::load_dpi_patterns(dir + "/dpi/" + rules, &error);

@@ -11,15 +11,9 @@
 #include <string>
 
 #include "dpi_patterns.h"
+#include "shared_data.h"
 
 namespace {
-
-std::string data_dir() {
-  for (const std::string &arg : testing::internal::GetArgvs())
-    if (arg.rfind("--shared-data-dir=", 0) == 0) return arg.substr(18);
-  const char *env = std::getenv("GPP_SHARED_DATA_DIR");
-  return env ? env : "../shared/data";
-}
 
 std::shared_ptr<const gpp::DpiPatternSet> fast(const std::string &text, std::string *error) {
   return gpp::parse_dpi_patterns(text, "test.rules", error, gpp::DpiSelect::FastPattern);
@@ -134,7 +128,7 @@ TEST(DpiSelect, FolderLoadsItsRuleFilesInNameOrder) {
 // rules with a positive content, one fast pattern each.
 TEST(DpiSelect, EtOpen2024FastPatterns) {
   std::string error;
-  auto set = gpp::load_dpi_patterns(data_dir() + "/dpi/et_open_2024", &error,
+  auto set = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
                                     gpp::DpiSelect::FastPattern);
   ASSERT_TRUE(set) << error;
   EXPECT_EQ(set->patterns.size(), 15941u);

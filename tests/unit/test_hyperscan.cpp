@@ -14,17 +14,11 @@
 #include <vector>
 
 #include "dpi_patterns.h"
+#include "shared_data.h"
 #include "et_open_mz_case.h"
 #include "packet_core.h"
 
 namespace {
-
-std::string data_dir() {
-  for (const std::string &arg : testing::internal::GetArgvs())
-    if (arg.rfind("--shared-data-dir=", 0) == 0) return arg.substr(18);
-  const char *env = std::getenv("GPP_SHARED_DATA_DIR");
-  return env ? env : "../shared/data";
-}
 
 struct Tally {
   int32_t min_id = -1;
@@ -99,7 +93,7 @@ Tally ours(const gpp::DpiPatternSet &set, const std::string &payload) {
 }
 
 TEST(DpiHyperscan, EtOpenSetsAgreeOnEveryCapture) {
-  const std::string dir = data_dir();
+  const std::string dir = test::shared_data_dir();
   for (const char *rules : {"et_open_emerging-scan.rules", "et_open_emerging-shellcode.rules"}) {
     std::string error;
     auto set = gpp::load_dpi_patterns(dir + "/dpi/" + rules, &error);
@@ -212,7 +206,7 @@ TEST(DpiHyperscan, EtOpenMzHeaderPayloadRegexApiAgreesLiteralApiMayAbort) {
 // are only counted (Hyperscan 5.4.0: the two MZ header patterns above).
 TEST(DpiHyperscan, EtOpenFastPatternsAgreeOnTheirOwnBytes) {
   std::string error;
-  auto set = gpp::load_dpi_patterns(data_dir() + "/dpi/et_open_2024", &error,
+  auto set = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
                                     gpp::DpiSelect::FastPattern);
   ASSERT_TRUE(set) << error;
   ASSERT_GT(set->patterns.size(), 10000u);

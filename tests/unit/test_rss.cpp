@@ -13,18 +13,12 @@
 #include <sstream>
 
 #include "core_harness.h"
+#include "shared_data.h"
 
 using namespace gpptest;
 
 namespace {
 
-std::string shared_data_dir() {
-  const std::string flag = "--shared-data-dir=";
-  for (const std::string &arg : ::testing::internal::GetArgvs())
-    if (arg.compare(0, flag.size(), flag) == 0) return arg.substr(flag.size());
-  if (const char *env = std::getenv("GPP_SHARED_DATA_DIR")) return env;
-  return "";
-}
 
 struct RssVector {
   std::string src_text, dst_text;
@@ -37,11 +31,7 @@ struct RssVector {
 // Parses the CSV; adds a test failure (and returns what it has) on any problem.
 std::vector<RssVector> load_vectors() {
   std::vector<RssVector> out;
-  const std::string dir = shared_data_dir();
-  if (dir.empty()) {
-    ADD_FAILURE() << "no data directory: pass --shared-data-dir=DIR or set GPP_SHARED_DATA_DIR";
-    return out;
-  }
+  const std::string dir = test::shared_data_dir();
   const std::string path = dir + "/rss/toeplitz_vectors.csv";
   std::ifstream in(path);
   if (!in) {
