@@ -250,6 +250,24 @@ static const struct Column
       return r.dpi_scanned ? Field::number (r.dpi_hits) : Field (); }},
 };
 
+/* Records may come from anywhere (filesrc, appsrc), so every count and
+ * selector the columns index or branch on is checked first; NULL = usable. */
+static const char *
+record_problem (const GppResult & r, gchar ** detail)
+{
+  if (r.vlan_count > GPP_MAX_VLANS) {
+    *detail = g_strdup_printf ("vlan_count is %u, above the %d VLAN tags a record holds",
+        r.vlan_count, GPP_MAX_VLANS);
+    return "vlan_count";
+  }
+  if ((r.ip_flags & GPP_IP_HEADER_PARSED) && r.ip_version != 4 && r.ip_version != 6) {
+    *detail = g_strdup_printf ("ip_version is %u with an IP header parsed (4 or 6 expected)",
+        r.ip_version);
+    return "ip_version";
+  }
+  return NULL;
+}
+
 static void
 append_csv_line (std::string & out, const GppResult & r)
 {
@@ -362,18 +380,34 @@ gst_packet_result_enc_chain (GstPad *, GstObject * parent, GstBuffer * buffer)
     self->header_written = TRUE;
   }
   text.reserve (text.size () + count * 200);
+  size_t bad = count;
+  gchar *detail = NULL;
   for (size_t i = 0; i < count; i++) {
+    if (record_problem (records[i], &detail)) {
+      bad = i;
+      break;
+    }
     if (csv)
       append_csv_line (text, records[i]);
     else
       append_json_line (text, records[i]);
   }
+  const guint64 bad_packet = bad < count ? records[bad].packet_number : 0;
   gst_buffer_unmap (buffer, &map);
 
+  /* The records before a bad one still go out, then the error. */
   GstFlowReturn ret = GST_FLOW_OK;
   if (!text.empty ())
     ret = gst_packet_result_enc_push_text (self, text, buffer);
   gst_buffer_unref (buffer);
+  if (bad < count) {
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Invalid results record %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " in a buffer "
+            "(packet field %" G_GUINT64_FORMAT "): %s.", bad + 1, count, bad_packet, detail),
+        ("records that do not come from gpupacketproc are checked before use"));
+    g_free (detail);
+    return GST_FLOW_ERROR;
+  }
   return ret;
 }
 

@@ -1678,6 +1678,33 @@ GST_START_TEST (test_enc_bad_size)
 
 GST_END_TEST;
 
+/* Records from outside (filesrc, appsrc) are checked before use: an
+ * impossible VLAN count or IP version is a stream error naming the record,
+ * and the records before it are still written. */
+GST_START_TEST (test_enc_invalid_record)
+{
+  for (const char *format : {"csv", "jsonl"}) {
+    for (int field = 0; field < 2; field++) {
+      Enc e (format, FALSE);
+      std::vector<GppResult> r = sample_records ();
+      if (field == 0)
+        r[1].vlan_count = 200;    /* would index far past vlan_ids[4] */
+      else
+        r[1].ip_flags = GPP_IP_HEADER_PARSED, r[1].ip_version = 9;   /* not 4 or 6 */
+      fail_unless_equals_int (gst_harness_push (e.h, records_buffer (r)), GST_FLOW_ERROR);
+      const std::string message = pop_message_text (e.bus, GST_MESSAGE_ERROR);
+      assert_contains (message, "record 2 of 3");
+      assert_contains (message, field == 0 ? "vlan_count is 200" : "ip_version is 9");
+      const std::vector<std::string> lines = split_lines (e.drain ());
+      fail_unless_equals_int (lines.size (), 1);  /* the first record, and no more */
+      if (std::string (format) == "csv")
+        fail_unless_equals_string (lines[0].c_str (), kSampleCsv[0]);
+    }
+  }
+}
+
+GST_END_TEST;
+
 /* ------------------------------------------------------------------------ */
 /* The three elements together                                               */
 
@@ -1881,6 +1908,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (enc, test_enc_jsonl);
   tcase_add_test (enc, test_enc_empty_stream);
   tcase_add_test (enc, test_enc_bad_size);
+  tcase_add_test (enc, test_enc_invalid_record);
 
   tcase_add_test (all, test_pipeline_capture_to_text);
   tcase_add_test (all, test_pipeline_empty_capture);
