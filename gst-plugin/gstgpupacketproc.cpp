@@ -1271,8 +1271,15 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
 {
   std::shared_ptr<const Set> set;
   std::string error;
-  if (path && *path)
-    set = load (path, &error);
+  /* No exception may leave a GObject callback: a set too large to build
+   * (std::bad_alloc, std::length_error) is a bad file like any other. */
+  try {
+    if (path && *path)
+      set = load (path, &error);
+  } catch (const std::exception & e) {
+    set = nullptr;
+    error = std::string (path) + ": cannot load: " + e.what ();
+  }
 
   GST_OBJECT_LOCK (self);
   if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
