@@ -1833,6 +1833,13 @@ GST_START_TEST (test_proc_classification_files)
   r = p.process (batch);
   for (size_t i = 0; i < r.size (); i++)
     fail_unless_equals_int (r[i].acl_action, r[i].l4_proto == 17 ? GPP_ACL_DROP : GPP_ACL_ALLOW);
+  /* A file whose size stat() does not know (procfs) is read and judged like
+   * any other: a warning, not an abort. */
+  g_object_set (p.h->element, "acl-rules", "/proc/self/status", NULL);
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING), "/proc/self/status");
+  r = p.process (batch);
+  for (size_t i = 0; i < r.size (); i++)
+    fail_unless_equals_int (r[i].acl_action, r[i].l4_proto == 17 ? GPP_ACL_DROP : GPP_ACL_ALLOW);
   /* Unset: no ACL ran. */
   g_object_set (p.h->element, "acl-rules", NULL, "dpi-patterns", NULL, NULL);
   r = p.process (batch);
