@@ -242,6 +242,7 @@ struct _GstGpuPacketProc
   GstGpuPacketProcDpiSelect dpi_select;
 
   gint linktype;                /* from the sink caps; streaming thread */
+  gboolean linktype_refused;    /* the error for unsupported caps is posted (once) */
   GppProcState *state;
   GppProcStats *stats;
 };
@@ -625,14 +626,20 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
       gst_structure_get_int (gst_caps_get_structure (caps, 0), "linktype", &linktype);
       gst_event_unref (event);
       if (!gpp::linktype_supported ((uint32_t) linktype)) {
-        GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
-            ("Link type %d is not supported by gpupacketproc.", linktype),
-            ("supported pcap link types: 0 (BSD loopback), 1 (Ethernet), 101 (raw IP), "
-                "108 (OpenBSD loopback), 113 (Linux SLL), 228 (IPv4), 229 (IPv6), "
-                "276 (Linux SLL2)"));
+        /* The sticky CAPS event comes again with every buffer pushed after
+         * it: one error, not one per retry (each made gst-launch start its
+         * shutdown again, and at times hang). */
+        if (!self->linktype_refused)
+          GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+              ("Link type %d is not supported by gpupacketproc.", linktype),
+              ("supported pcap link types: 0 (BSD loopback), 1 (Ethernet), 101 (raw IP), "
+                  "108 (OpenBSD loopback), 113 (Linux SLL), 228 (IPv4), 229 (IPv6), "
+                  "276 (Linux SLL2)"));
+        self->linktype_refused = TRUE;
         return FALSE;
       }
       self->linktype = linktype;
+      self->linktype_refused = FALSE;
       GstCaps *src_caps = gst_pad_get_pad_template_caps (self->srcpad);
       gboolean ok = gst_gpu_packet_proc_forward_serialized (self, gst_event_new_caps (src_caps));
       gst_caps_unref (src_caps);
@@ -1129,6 +1136,8 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   GST_OBJECT_UNLOCK (self);
   delete st;
   self->linktype = -1;
+  self->linktype_refused = FALSE;
+  self->linktype_refused = FALSE;
 }
 
 static GstStateChangeReturn

@@ -1034,8 +1034,12 @@ GST_START_TEST (test_proc_unsupported_linktype_caps)
   push_caps_and_segment (p.h, "application/x-packet-batch, linktype=(int)147");
   assert_contains (pop_message_text (p.bus, GST_MESSAGE_ERROR), "147");
   fail_unless (gst_pad_get_current_caps (p.h->sinkpad) == NULL);
-  fail_if (gst_harness_push (p.h, buffer_from (mixed_batch (1, 1))) == GST_FLOW_OK);
+  /* Each push offers the sticky caps again: refused each time, posted once. */
+  for (int i = 0; i < 3; i++)
+    fail_if (gst_harness_push (p.h, buffer_from (mixed_batch (1, 1))) == GST_FLOW_OK);
   fail_unless_equals_int (gst_harness_buffers_in_queue (p.h), 0);
+  fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL,
+      "the unsupported link type was reported more than once");
 
   /* A batch without a link type is refused as well. */
   Proc q (NULL);
