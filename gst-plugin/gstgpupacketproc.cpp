@@ -51,6 +51,7 @@
  * ]|
  */
 #include "gstgpupacketproc.h"
+#include "readyonly.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -1312,6 +1313,9 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (object);
+
+  if (GPP_REFUSE_READY_ONLY (object, pspec))
+    return;
 
   if (prop_id == PROP_ACL_RULES) {
     gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_acl_rules,

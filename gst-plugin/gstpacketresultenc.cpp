@@ -15,6 +15,7 @@
  * ]|
  */
 #include "gstpacketresultenc.h"
+#include "readyonly.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -460,6 +461,9 @@ gst_packet_result_enc_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (object);
+
+  if (GPP_REFUSE_READY_ONLY (object, pspec))
+    return;
 
   GST_OBJECT_LOCK (self);
   switch (prop_id) {

@@ -19,6 +19,7 @@
  * ]|
  */
 #include "gstpackettestsrc.h"
+#include "readyonly.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -246,6 +247,9 @@ gst_packet_test_src_set_property (GObject * object, guint prop_id, const GValue 
     GParamSpec * pspec)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
+
+  if (GPP_REFUSE_READY_ONLY (object, pspec))
+    return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_PROFILE:

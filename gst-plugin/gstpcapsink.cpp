@@ -16,6 +16,7 @@
  * ]|
  */
 #include "gstpcapsink.h"
+#include "readyonly.h"
 
 #include <pcap/pcap.h>
 
@@ -254,6 +255,9 @@ gst_pcap_sink_set_property (GObject * object, guint prop_id, const GValue * valu
     GParamSpec * pspec)
 {
   GstPcapSink *self = GST_PCAP_SINK (object);
+
+  if (GPP_REFUSE_READY_ONLY (object, pspec))
+    return;
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_LOCATION:

@@ -32,6 +32,7 @@
  * ]|
  */
 #include "gstpcapsrc.h"
+#include "readyonly.h"
 
 #include <poll.h>
 #include <pcap/pcap.h>
@@ -800,6 +801,9 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstPcapSrc *self = GST_PCAP_SRC (object);
+
+  if (GPP_REFUSE_READY_ONLY (object, pspec))
+    return;
   gboolean latency_changed = FALSE, wake = FALSE;
 
   GST_OBJECT_LOCK (self);

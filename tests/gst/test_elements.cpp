@@ -423,6 +423,45 @@ GST_START_TEST (test_pcapsrc_batch_sizes)
 
 GST_END_TEST;
 
+/* Properties that apply when the element starts are refused once it has
+ * (a warning names the property, the value in use stays): setting pcapsrc's
+ * device while it read a file used to stall the stream for good. */
+GST_START_TEST (test_ready_only_properties_refused_while_running)
+{
+  GstElement *src = gst_element_factory_make ("pcapsrc", NULL);
+  fail_unless (src != NULL, "pcapsrc not found");
+  g_object_set (src, "location", data_path (WIKIPEDIA).c_str (), "batch-size", 1, NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (src, bus);
+  GstHarness *h = gst_harness_new_with_element (src, NULL, "src");
+  gst_harness_play (h);
+  gst_buffer_unref (gst_harness_pull (h));
+  g_object_set (src, "device", "lo", "snaplen", 100, "batch-size", 2, NULL);
+  const std::string first = pop_message_text (bus, GST_MESSAGE_WARNING);
+  assert_contains (first, "\"device\"");
+  assert_contains (pop_message_text (bus, GST_MESSAGE_WARNING), "\"snaplen\"");
+  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING) == NULL,
+      "batch-size may change while playing");
+  gchar *device = NULL;
+  guint batch_size = 0;
+  g_object_get (src, "device", &device, "batch-size", &batch_size, NULL);
+  fail_unless (device == NULL, "device changed to %s", device);
+  fail_unless_equals_int (batch_size, 2);
+  /* The file goes on to its end: every packet, in batches of 2 from now on. */
+  std::vector<GstBuffer *> rest = pull_until_eos (h);
+  size_t packets = 1;
+  for (GstBuffer *b : rest) {
+    packets += view_batch (b).header.packet_count;
+    gst_buffer_unref (b);
+  }
+  fail_unless_equals_int (packets, WIKIPEDIA_PACKETS);
+  gst_harness_teardown (h);
+  gst_object_unref (src);
+  gst_object_unref (bus);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_pcapsrc_pcapng)
 {
   CaptureRun run;
@@ -1887,6 +1926,7 @@ gpupacket_elements_suite (void)
 
   tcase_add_test (src, test_pcapsrc_batch_sizes);
   tcase_add_test (src, test_pcapsrc_pcapng);
+  tcase_add_test (src, test_ready_only_properties_refused_while_running);
   tcase_add_test (src, test_pcapsrc_linux_sll);
   tcase_add_test (src, test_pcapsrc_link_types);
   tcase_add_test (src, test_pcapsrc_restart);
