@@ -5,7 +5,7 @@ set -eu
 packages="build-essential pkg-config meson ninja-build python3
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base
-  libpcap-dev libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2
+  libpcap-dev libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2 procps
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-matplotlib"
 # Hyperscan, the reference the DPI stage is tested against, is built for amd64 only.
