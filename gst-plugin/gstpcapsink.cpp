@@ -18,6 +18,8 @@
 #include "gstpcapsink.h"
 #include "readyonly.h"
 
+#include <cerrno>
+
 #include <pcap/pcap.h>
 
 #include "gpupacket/gstpacketbatchmeta.h"
@@ -131,16 +133,31 @@ gst_pcap_sink_start (GstBaseSink * base)
   return TRUE;
 }
 
-/* Flushes what was written; FALSE (error posted) when the file could not
- * take it, e.g. a full disk. */
+/* The file could not take what was written (a full disk): one error per
+ * stream, with the reason of the call that failed (errno saved at once: a
+ * later flush of the same stream would report a stale one). */
+static void
+gst_pcap_sink_write_failed (GstPcapSink * self, int saved_errno)
+{
+  if (self->failed)
+    return;
+  self->failed = TRUE;
+  GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write to the capture file \"%s\".",
+          self->location), ("%s", saved_errno ? g_strerror (saved_errno) :
+          "the write failed (no reason given)"));
+}
+
+/* Flushes what was written; FALSE (error posted once) when the file could
+ * not take it. */
 static gboolean
 gst_pcap_sink_flush_output (GstPcapSink * self)
 {
+  if (self->failed)
+    return FALSE;
+  errno = 0;
   if (pcap_dump_flush (self->dumper) == 0 && !ferror (pcap_dump_file (self->dumper)))
     return TRUE;
-  GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write to the capture file \"%s\".",
-          self->location), GST_ERROR_SYSTEM);
-  self->failed = TRUE;
+  gst_pcap_sink_write_failed (self, errno);
   return FALSE;
 }
 
@@ -224,6 +241,7 @@ gst_pcap_sink_render (GstBaseSink * base, GstBuffer * buffer)
       ret = GST_FLOW_ERROR;
     } else {
       const GppPacketDesc *descs = gpp_batch_descs (batch.data);
+      errno = 0;                /* the reason of a failed write below */
       for (size_t i = 0; i < count; i++) {
         const bool dropped = records[i].acl_action == GPP_ACL_DROP;
         if ((verdict == GST_PCAP_SINK_VERDICT_ALLOW && dropped) ||
@@ -238,9 +256,7 @@ gst_pcap_sink_render (GstBaseSink * base, GstBuffer * buffer)
         self->written++;
       }
       if (ferror (pcap_dump_file (self->dumper))) {
-        GST_ELEMENT_ERROR (self, RESOURCE, WRITE, ("Could not write to the capture file "
-                "\"%s\".", self->location), GST_ERROR_SYSTEM);
-        self->failed = TRUE;
+        gst_pcap_sink_write_failed (self, errno);
         ret = GST_FLOW_ERROR;
       }
     }

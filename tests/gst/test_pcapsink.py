@@ -45,6 +45,28 @@ def frames(path, numbers=None):
     return rows
 
 
+def full_disk(data, gst_launch, env):
+    """A disk that fills (/dev/full): one error, with its reason, whether the
+    writes fail as packets are written (a large capture) or only at the final
+    flush (a small one, which stays in the write buffer until EOS)."""
+    if not os.path.exists("/dev/full"):
+        print("full disk: skipped, no /dev/full")
+        return 0
+    failures = 0
+    for name in ("zeek__wikipedia.pcap", "zeek__dns-svcb.pcap"):
+        proc = subprocess.run([gst_launch, "-q", "pcapsrc", "location=" + os.path.join(data, name),
+                               "!", "gpupacketproc", "!", "pcapsink", "location=/dev/full"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        errors = proc.stderr.count("Could not write to the capture file")
+        if proc.returncode == 0 or errors != 1 or "No space left on device" not in proc.stderr:
+            print(f"full disk, {name}: exit {proc.returncode}, {errors} write errors (want 1 "
+                  f"naming ENOSPC):\n{proc.stderr}")
+            failures += 1
+        else:
+            print(f"full disk, {name}: one error, ENOSPC")
+    return failures
+
+
 def main():
     data, gst_launch = sys.argv[1], sys.argv[2]
     env = dict(os.environ)
@@ -92,6 +114,7 @@ def main():
     if not totals["allow"] or not totals["drop"]:
         print(f"the rules must both allow and drop packets: {totals}")
         failures += 1
+    failures += full_disk(data, gst_launch, env)
     print("FAIL" if failures else "PASS")
     return 1 if failures else 0
 
