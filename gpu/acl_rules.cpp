@@ -1,6 +1,7 @@
 #include "acl_rules.h"
 
 #include "read_file.h"
+#include "rule_text.h"
 
 #include <arpa/inet.h>
 
@@ -64,13 +65,13 @@ bool parse_prefix(const std::string &text, uint8_t *addr, uint8_t *len, uint8_t 
                   std::string *why) {
   const size_t slash = text.find('/');
   if (slash == std::string::npos) {
-    *why = "address \"" + text + "\" has no /prefix-length";
+    *why = "address " + quoted(text) + " has no /prefix-length";
     return false;
   }
   const std::string a = text.substr(0, slash), l = text.substr(slash + 1);
   *version = a.find(':') != std::string::npos ? 6 : 4;
   if (inet_pton(*version == 4 ? AF_INET : AF_INET6, a.c_str(), addr) != 1) {
-    *why = "\"" + a + "\" is not an IPv" + std::to_string(*version) + " address";
+    *why = quoted(a) + " is not an IPv" + std::to_string(*version) + " address";
     return false;
   }
   char *end;
@@ -78,7 +79,7 @@ bool parse_prefix(const std::string &text, uint8_t *addr, uint8_t *len, uint8_t 
   const unsigned long bits = std::strtoul(l.c_str(), &end, 10);
   const unsigned long max = *version == 4 ? 32 : 128;
   if (l.empty() || !std::isdigit(static_cast<unsigned char>(l[0])) || *end || errno || bits > max) {
-    *why = "prefix length \"" + l + "\" is not 0.." + std::to_string(max);
+    *why = "prefix length " + quoted(l) + " is not 0.." + std::to_string(max);
     return false;
   }
   *len = static_cast<uint8_t>(bits);
@@ -102,7 +103,7 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
   Cursor c{line};
   std::string src = c.word();
   if (src.empty() || src[0] != '@') {
-    *why = "a rule starts with '@'";
+    *why = "a rule starts with '@', not " + quoted(src, 16);
     return false;
   }
   uint8_t src_version, dst_version;
@@ -116,7 +117,8 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
   unsigned long v[4];
   if (!c.number(65535, &v[0]) || !c.expect(':') || !c.number(65535, &v[1]) ||
       !c.number(65535, &v[2]) || !c.expect(':') || !c.number(65535, &v[3])) {
-    *why = "expected port ranges \"LO : HI  LO : HI\" (0..65535)";
+    *why = "expected port ranges \"LO : HI  LO : HI\" (0..65535, decimal or 0x hex as "
+           "test-acl reads them)";
     return false;
   }
   if (v[0] > v[1] || v[2] > v[3]) {
@@ -144,7 +146,7 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
     } else if (is_flags_field(w)) {
       continue; // FLAGS/MASK: accepted, not matched (as DPDK test-acl)
     } else {
-      *why = "unexpected \"" + w + "\" (an action is \"allow\" or \"drop\")";
+      *why = "unexpected " + quoted(w) + " (an action is \"allow\" or \"drop\")";
       return false;
     }
     if (!c.at_end()) {
@@ -284,11 +286,18 @@ uint32_t AclRuleSet::first_match(const GppResult &r) const {
 std::shared_ptr<const AclRuleSet> parse_acl_rules(const std::string &text, const std::string &name,
                                                   std::string *error) {
   auto set = std::make_shared<AclRuleSet>();
-  std::istringstream in(text);
+  std::string body = text;
+  strip_utf8_bom(&body);
+  std::istringstream in(body);
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
+    if (line.find('\0') != std::string::npos) {
+      // inet_pton and strtoul would stop at it and read a rule that is not there.
+      *error = name + ":" + std::to_string(number) + ": a NUL byte in the line";
+      return nullptr;
+    }
     if (set->rules.size() == kMaxAclRules) {
       *error = name + ":" + std::to_string(number) + ": more than " +
                std::to_string(kMaxAclRules) + " rules";

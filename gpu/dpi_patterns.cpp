@@ -1,6 +1,7 @@
 #include "dpi_patterns.h"
 
 #include "read_file.h"
+#include "rule_text.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -48,13 +49,13 @@ bool decode(const std::string &in, bool backslash_escapes, std::string *out, std
       for (size_t j = i + 1; j < end; ++j)
         if (!std::isspace(static_cast<unsigned char>(in[j]))) digits.push_back(in[j]);
       if (digits.size() % 2 != 0) {
-        *why = "odd number of hex digits in |" + in.substr(i + 1, end - i - 1) + "|";
+        *why = "odd number of hex digits in " + quoted("|" + in.substr(i + 1, end - i - 1) + "|");
         return false;
       }
       for (size_t j = 0; j < digits.size(); j += 2) {
         const int hi = hex_value(digits[j]), lo = hex_value(digits[j + 1]);
         if (hi < 0 || lo < 0) {
-          *why = "bad hex digits in |" + in.substr(i + 1, end - i - 1) + "|";
+          *why = "bad hex digits in " + quoted("|" + in.substr(i + 1, end - i - 1) + "|");
           return false;
         }
         out->push_back(static_cast<char>(hi * 16 + lo));
@@ -67,9 +68,34 @@ bool decode(const std::string &in, bool backslash_escapes, std::string *out, std
   return true;
 }
 
+// The rule actions of Snort and Suricata, which write them in lower case.
+constexpr const char *kRuleActions[] = {"alert", "drop", "pass", "reject", "log"};
+
+// The first word of a line, up to a space or tab.
+std::string first_word(const std::string &line) {
+  return line.substr(0, line.find_first_of(" \t"));
+}
+
 bool is_rule(const std::string &line) {
-  for (const char *action : {"alert ", "drop ", "pass ", "reject ", "log "})
-    if (line.compare(0, std::strlen(action), action) == 0) return true;
+  const std::string w = first_word(line);
+  if (w.size() == line.size()) return false; // a lone word is a pattern
+  for (const char *action : kRuleActions)
+    if (w == action) return true;
+  return false;
+}
+
+// A line that starts like a rule with its action in another case ("Alert
+// tcp ..."): Suricata refuses it; read as a literal it would be a silent
+// mistake.
+bool miscased_rule(const std::string &line) {
+  const std::string w = first_word(line);
+  if (w.size() == line.size()) return false;
+  for (const char *action : kRuleActions)
+    if (w.size() == std::strlen(action) && w != action &&
+        std::equal(w.begin(), w.end(), action, [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        }))
+      return true;
   return false;
 }
 
@@ -103,7 +129,7 @@ bool apply_fast_pattern(const std::string &value, RuleContent *content, std::str
   const bool len_ok = !len_text.empty() && *end == '\0' && std::isdigit(static_cast<unsigned char>(len_text[0]));
   const std::string &bytes = content->pattern.bytes;
   if (!off_ok || !len_ok || len == 0 || off > bytes.size() || len > bytes.size() - off) {
-    *why = "fast_pattern:" + value + " is not \"only\" or OFFSET,LENGTH inside its " +
+    *why = quoted("fast_pattern:" + value) + " is not \"only\" or OFFSET,LENGTH inside its " +
            std::to_string(bytes.size()) + "-byte content";
     return false;
   }
@@ -146,7 +172,7 @@ bool parse_rule_contents(const std::string &line, std::vector<RuleContent> *out,
   // The text after the last ';' must be only the closing parenthesis.
   const std::string rest = trim(current);
   if (!rest.empty() && rest != ")") {
-    *why = "option \"" + rest + "\" is not ended by ';'";
+    *why = "option " + gpp::quoted(rest) + " is not ended by ';'";
     return false;
   }
   *sid = 0;
@@ -160,7 +186,7 @@ bool parse_rule_contents(const std::string &line, std::vector<RuleContent> *out,
       c.negated = !quoted_value.empty() && quoted_value[0] == '!';
       if (c.negated) quoted_value = trim(quoted_value.substr(1));
       if (quoted_value.size() < 2 || quoted_value.front() != '"' || quoted_value.back() != '"') {
-        *why = "content is not a quoted string: " + opt;
+        *why = "content is not a quoted string: " + gpp::quoted(opt);
         return false;
       }
       if (!decode(quoted_value.substr(1, quoted_value.size() - 2), true, &c.pattern.bytes, why))
@@ -182,7 +208,7 @@ bool parse_rule_contents(const std::string &line, std::vector<RuleContent> *out,
       char *end = nullptr;
       const unsigned long n = std::strtoul(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || n > 0xffffffffu) {
-        *why = "sid:" + value + " is not a number";
+        *why = gpp::quoted("sid:" + value) + " is not a number";
         return false;
       }
       *sid = static_cast<uint32_t>(n);
@@ -409,7 +435,9 @@ namespace {
 // Adds the patterns of one file's text to `set`.
 bool collect_patterns(const std::string &text, const std::string &name, DpiSelect select,
                       DpiPatternSet *set, std::string *error) {
-  std::istringstream in(text);
+  std::string body = text;
+  strip_utf8_bom(&body);
+  std::istringstream in(body);
   std::string line;
   std::vector<RuleContent> contents;
   for (int number = 1; std::getline(in, line); ++number) {
@@ -417,7 +445,16 @@ bool collect_patterns(const std::string &text, const std::string &name, DpiSelec
     const std::string t = trim(line);
     if (t.empty() || t[0] == '#') continue;
     std::string why;
+    if (miscased_rule(t)) {
+      *error = name + ":" + std::to_string(number) + ": rule actions are lower case (" +
+               quoted(first_word(t), 16) + "); as a pattern line, write its first byte as hex";
+      return false;
+    }
     if (is_rule(t)) {
+      if (t.find('\0') != std::string::npos) {
+        *error = name + ":" + std::to_string(number) + ": a NUL byte in a rule";
+        return false;
+      }
       contents.clear();
       uint32_t sid = 0;
       if (!parse_rule_contents(t, &contents, &sid, &why)) {

@@ -1269,6 +1269,18 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   return stats;
 }
 
+static bool
+set_is_empty (const gpp::AclRuleSet & set)
+{
+  return set.rules.empty ();
+}
+
+static bool
+set_is_empty (const gpp::DpiPatternSet & set)
+{
+  return set.patterns.empty ();
+}
+
 /* Loads a rule or pattern file in the caller's thread, never the streaming
  * one, and swaps it in: each batch runs wholly with the old or wholly with
  * the new set.  A bad file while playing keeps the old set (warning); before
@@ -1291,6 +1303,11 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
     error = std::string (path) + ": cannot load: " + e.what ();
   }
 
+  /* An empty set is valid (it clears the stage's matches) but is rarely
+   * meant: a file emptied or cut short by a writer.  Say so. */
+  if (set && set_is_empty (*set))
+    GST_ELEMENT_WARNING (self, RESOURCE, READ, ("%s from \"%s\": the file holds none; "
+            "no packet will match.", what, path), (NULL));
   GST_OBJECT_LOCK (self);
   if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
     GST_OBJECT_UNLOCK (self);

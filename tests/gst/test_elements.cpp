@@ -1876,6 +1876,16 @@ GST_START_TEST (test_proc_classification_files)
   r = p.process (batch);
   for (size_t i = 0; i < r.size (); i++)
     fail_unless_equals_int (r[i].acl_action, r[i].l4_proto == 17 ? GPP_ACL_DROP : GPP_ACL_ALLOW);
+  /* An empty file is a valid, empty rule set, loaded with a warning. */
+  const std::string empty = write_temp ("gpp-empty.rules", "# nothing here\n");
+  g_object_set (p.h->element, "acl-rules", empty.c_str (), NULL);
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING), "holds none");
+  for (const GppResult & x : p.process (batch)) {
+    fail_unless_equals_int (x.acl_action, GPP_ACL_ALLOW);
+    fail_unless_equals_int (x.acl_rule, -1);
+  }
+  g_unlink (empty.c_str ());
+  g_object_set (p.h->element, "acl-rules", drop_udp.c_str (), NULL);
   /* A file whose size stat() does not know (procfs) is read and judged like
    * any other: a warning, not an abort. */
   g_object_set (p.h->element, "acl-rules", "/proc/self/status", NULL);

@@ -48,3 +48,70 @@ TEST(ReadFile, TheLimitHoldsWhetherOrNotStatKnowsTheSize) {
 }
 
 } // namespace
+
+namespace {
+
+// What the rule and pattern loaders make of text a user did not mean as
+// written (issue: rule files misread silently): each answer decided with
+// Snort/Suricata and DPDK test-acl as references.
+TEST(RuleText, AByteOrderMarkIsNotPartOfTheFirstLine) {
+  std::string error;
+  auto acl = gpp::parse_acl_rules("\xEF\xBB\xBF@10.0.0.0/8 0.0.0.0/0 0 : 65535 0 : 65535 0/0\n",
+                                  "bom.rules", &error);
+  ASSERT_TRUE(acl) << error;
+  EXPECT_EQ(acl->rules.size(), 1u);
+  auto dpi = gpp::parse_dpi_patterns("\xEF\xBB\xBF" "abc\n", "bom.patterns", &error);
+  ASSERT_TRUE(dpi) << error;
+  EXPECT_EQ(dpi->patterns[0].bytes, "abc");
+}
+
+TEST(RuleText, ANulByteInARuleIsRefused) {
+  std::string error;
+  const std::string acl_line("@1.2.3.4\0junk/32 0.0.0.0/0 0 : 65535 0 : 65535 0/0\n", 51);
+  EXPECT_FALSE(gpp::parse_acl_rules(acl_line, "nul.rules", &error));
+  EXPECT_NE(error.find("nul.rules:1: a NUL byte"), std::string::npos) << error;
+  const std::string rule("alert tcp any any -> any any (content:\"a\0b\"; sid:1;)\n", 53);
+  EXPECT_FALSE(gpp::parse_dpi_patterns(rule, "nul.rules", &error));
+  EXPECT_NE(error.find("nul.rules:1: a NUL byte"), std::string::npos) << error;
+}
+
+TEST(RuleText, RulesMayBeTabSeparatedButTheirActionIsLowerCase) {
+  std::string error;
+  auto set = gpp::parse_dpi_patterns("alert\ttcp any any -> any any (content:\"tabbed\"; sid:1;)\n",
+                                     "tab.rules", &error);
+  ASSERT_TRUE(set) << error;
+  ASSERT_EQ(set->patterns.size(), 1u); // the content, not the whole line
+  EXPECT_EQ(set->patterns[0].bytes, "tabbed");
+  EXPECT_FALSE(gpp::parse_dpi_patterns("Alert tcp any any -> any any (content:\"x\"; sid:1;)\n",
+                                       "case.rules", &error));
+  EXPECT_NE(error.find("case.rules:1: rule actions are lower case"), std::string::npos) << error;
+  // A lone word stays a pattern, whatever it spells.
+  ASSERT_TRUE(gpp::parse_dpi_patterns("Alert\n", "word.patterns", &error)) << error;
+}
+
+TEST(RuleText, AHugeWordIsCutInTheMessage) {
+  std::string error;
+  const std::string word(1 << 20, 'x');
+  EXPECT_FALSE(gpp::parse_acl_rules("@" + word + "/8 0.0.0.0/0 0 : 1 0 : 1 0/0\n", "big.rules",
+                                    &error));
+  EXPECT_LT(error.size(), 300u) << error.substr(0, 300);
+  EXPECT_NE(error.find("bytes)"), std::string::npos) << error.substr(0, 300);
+  EXPECT_FALSE(gpp::parse_dpi_patterns("alert tcp any any -> any any (content:" + word + ";)\n",
+                                       "big.rules", &error));
+  EXPECT_LT(error.size(), 300u) << error.substr(0, 300);
+}
+
+TEST(RuleText, PortsAreDecimalOrHexAsTestAclReadsThem) {
+  std::string error;
+  auto set = gpp::parse_acl_rules("@0.0.0.0/0 0.0.0.0/0 0 : 0xFFFF 0x50 : 80 0/0\n", "hex.rules",
+                                  &error);
+  ASSERT_TRUE(set) << error;
+  EXPECT_EQ(set->rules[0].sport_hi, 65535);
+  EXPECT_EQ(set->rules[0].dport_lo, 80);
+  // Never octal: a leading zero is decimal.
+  set = gpp::parse_acl_rules("@0.0.0.0/0 0.0.0.0/0 0 : 010 0 : 1 0/0\n", "oct.rules", &error);
+  ASSERT_TRUE(set) << error;
+  EXPECT_EQ(set->rules[0].sport_hi, 10);
+}
+
+} // namespace
