@@ -513,10 +513,18 @@ gst_pcap_src_post_read_error (GstPcapSrc * self, const std::string & error)
   GST_OBJECT_LOCK (self);
   location = g_strdup (self->location);
   GST_OBJECT_UNLOCK (self);
-  GST_ELEMENT_ERROR (self, STREAM, DECODE,
-      ("Capture file \"%s\" is damaged after packet %" G_GUINT64_FORMAT ": %s",
-          location, self->state->packets_read, error.c_str ()),
-      ("pcap_next_ex failed"));
+  /* libpcap reads one link type per file: a pcapng whose interfaces differ
+   * is valid, only not readable here (said so, not called damaged). */
+  if (error.find ("different from the type of the first interface") != std::string::npos)
+    GST_ELEMENT_ERROR (self, STREAM, NOT_IMPLEMENTED,
+        ("Capture file \"%s\" is not supported: its interfaces have different link "
+            "types, and a stream of batches has one (libpcap: %s).", location, error.c_str ()),
+        ("split it by interface first, e.g. tshark -r FILE -Y frame.interface_id==N -w PART"));
+  else
+    GST_ELEMENT_ERROR (self, STREAM, DECODE,
+        ("Capture file \"%s\" is damaged after packet %" G_GUINT64_FORMAT ": %s",
+            location, self->state->packets_read, error.c_str ()),
+        ("pcap_next_ex failed"));
   g_free (location);
 }
 

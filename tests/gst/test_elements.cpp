@@ -730,6 +730,40 @@ GST_START_TEST (test_pcapsrc_truncated_capture)
 
 GST_END_TEST;
 
+/* A valid pcapng whose interfaces have different link types: unsupported
+ * (libpcap reads one link type per file), and said so, not "damaged". */
+GST_START_TEST (test_pcapsrc_pcapng_two_link_types)
+{
+  Bytes file;
+  auto block = [&file] (uint32_t type, Bytes body) {
+    while (body.size () % 4)
+      body.push_back (0);
+    const uint32_t length = 12 + (uint32_t) body.size ();
+    auto put32 = [&file] (uint32_t v) {
+      for (int i = 0; i < 4; i++)
+        file.push_back ((uint8_t) (v >> (8 * i)));
+    };
+    put32 (type);
+    put32 (length);
+    file.insert (file.end (), body.begin (), body.end ());
+    put32 (length);
+  };
+  /* Section header (little-endian magic, version 1.0, unknown length). */
+  block (0x0A0D0D0A, { 0x4D, 0x3C, 0x2B, 0x1A, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+          0xff, 0xff });
+  block (1, { 1, 0, 0, 0, 0xff, 0xff, 0, 0 });        /* interface 0: Ethernet */
+  block (1, { 101, 0, 0, 0, 0xff, 0xff, 0, 0 });      /* interface 1: raw IP */
+  TempDir dir;
+  SourceSettings s { dir.file ("two-link-types.pcapng", file) };
+  PipelineRun p;
+  run_pipeline (p, "pcapsrc name=src ! fakesink name=sink", configure_source, &s);
+  fail_unless_equals_int (p.end, GST_MESSAGE_ERROR);
+  assert_contains (p.error_text, "is not supported: its interfaces have different link types");
+  fail_if (p.error_text.find ("damaged") != std::string::npos, "%s", p.error_text.c_str ());
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_pcapsrc_invalid_filter)
 {
   PipelineRun p;
@@ -1936,6 +1970,7 @@ gpupacket_elements_suite (void)
 
   tcase_add_test (src, test_pcapsrc_batch_sizes);
   tcase_add_test (src, test_pcapsrc_pcapng);
+  tcase_add_test (src, test_pcapsrc_pcapng_two_link_types);
   tcase_add_test (src, test_ready_only_properties_refused_while_running);
   tcase_add_test (src, test_pcapsrc_linux_sll);
   tcase_add_test (src, test_pcapsrc_link_types);
