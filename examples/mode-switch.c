@@ -53,8 +53,13 @@ main (int argc, char **argv)
       "mode=%s ! appsink name=sink sync=false", batch_size, modes[0]);
   GstElement *pipeline = gst_parse_launch (desc, &err);
   g_free (desc);
-  if (!pipeline) {
-    g_printerr ("Could not build the pipeline: %s\n", err->message);
+  /* A missing element (the plugin not found) gives a partial pipeline AND an
+   * error: either is a failure. */
+  if (!pipeline || err) {
+    g_printerr ("Could not build the pipeline: %s\n", err ? err->message : "unknown error");
+    g_clear_error (&err);
+    if (pipeline)
+      gst_object_unref (pipeline);
     return 1;
   }
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
@@ -67,7 +72,7 @@ main (int argc, char **argv)
   guint64 batches = 0, packets = 0, last_number = 0;
   guint mode_index = 0, streams = 1;
   int rc = 0;
-  gboolean show = TRUE, in_order = TRUE;
+  gboolean show = TRUE, in_order = TRUE, stopped = FALSE;
   g_print ("mode %s\n", modes[0]);
   gst_element_set_state (pipeline, GST_STATE_PLAYING);
   for (;;) {
@@ -110,24 +115,29 @@ main (int argc, char **argv)
       gst_message_parse_error (msg, &err, &dbg);
       g_printerr ("ERROR from %s: %s\n%s\n", GST_OBJECT_NAME (msg->src), err->message,
           dbg ? dbg : "");
-      g_printerr ("(without a CUDA GPU, run with --modes cpu)\n");
+      if (msg->src == GST_OBJECT (proc))
+        g_printerr ("(without a CUDA GPU, run with --modes cpu)\n");
       g_clear_error (&err);
       g_free (dbg);
       gst_message_unref (msg);
       rc = 1;
+      stopped = TRUE;
       break;
     }
     if (gst_app_sink_is_eos (sink))
       break;
   }
 
-  GstStructure *stats;
-  g_object_get (proc, "stats", &stats, NULL);
-  gchar *text = gst_structure_to_string (stats);
-  g_print ("\n%" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " packets, in order: %s\n"
-      "stats: %s\n", batches, packets, in_order ? "yes" : "NO", text);
-  g_free (text);
-  gst_structure_free (stats);
+  /* Stopped by an error: no summary of a run that did not happen. */
+  if (!stopped) {
+    GstStructure *stats;
+    g_object_get (proc, "stats", &stats, NULL);
+    gchar *text = gst_structure_to_string (stats);
+    g_print ("\n%" G_GUINT64_FORMAT " batches, %" G_GUINT64_FORMAT " packets, in order: %s\n"
+        "stats: %s\n", batches, packets, in_order ? "yes" : "NO", text);
+    g_free (text);
+    gst_structure_free (stats);
+  }
   gst_element_set_state (pipeline, GST_STATE_NULL);
 
   g_strfreev (modes);

@@ -83,8 +83,13 @@ main (int argc, char **argv)
       batch_size, cpu_threads, verify ? "true" : "false");
   GstElement *pipeline = gst_parse_launch (desc, &err);
   g_free (desc);
-  if (!pipeline) {
-    g_printerr ("Could not build the pipeline: %s\n", err->message);
+  /* A missing element (the plugin not found) gives a partial pipeline AND an
+   * error: either is a failure. */
+  if (!pipeline || err) {
+    g_printerr ("Could not build the pipeline: %s\n", err ? err->message : "unknown error");
+    g_clear_error (&err);
+    if (pipeline)
+      gst_object_unref (pipeline);
     return 1;
   }
   GstElement *src = gst_bin_get_by_name (GST_BIN (pipeline), "src");
@@ -127,6 +132,16 @@ main (int argc, char **argv)
       break;
   }
   double seconds = (double) (g_get_monotonic_time () - start) / 1e6;
+  if (rc != 0) {
+    /* No summary of a capture that could not be read (it would be all zeros). */
+    gst_element_set_state (pipeline, GST_STATE_NULL);
+    gst_object_unref (bus);
+    gst_object_unref (sink);
+    gst_object_unref (proc);
+    gst_object_unref (pipeline);
+    gst_deinit ();
+    return rc;
+  }
 
   GstStructure *stats;
   g_object_get (proc, "stats", &stats, NULL);
