@@ -53,7 +53,9 @@
 #include "gstgpupacketproc.h"
 #include "readyonly.h"
 
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -107,6 +109,28 @@ constexpr guint64 kLatencyRecheckBatches = 1024;
 /* The results pool is this many times pool-size: 128-byte records for
  * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
 constexpr size_t kResultsPoolFactor = 4;
+/* Pinned pages cannot be swapped out: all pools of all elements of the
+ * process together may take at most this share of physical memory (CUDA's
+ * advice is to stay well under half), checked at READY→PAUSED. */
+constexpr double kMaxPinnedShare = 0.5;
+/* Bytes pinned by every gpupacketproc of this process. */
+static std::atomic<uint64_t> pinned_in_process{0};
+
+/* Physical memory (MemTotal of /proc/meminfo) in bytes; 0 if unknown. */
+static uint64_t
+physical_memory_bytes (void)
+{
+  FILE *f = fopen ("/proc/meminfo", "r");
+  if (!f)
+    return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (fgets (line, sizeof line, f))
+    if (sscanf (line, "MemTotal: %llu kB", &kib) == 1)
+      break;
+  fclose (f);
+  return (uint64_t) kib * 1024;
+}
 
 enum
 {
@@ -155,6 +179,7 @@ struct GppProcState
   GstAllocator *input_allocator = nullptr;   /* pinned arena for batches */
   GstAllocator *results_allocator = nullptr; /* pinned arena for results */
   std::string no_pool_reason;                /* why there is no pinned pool */
+  size_t pinned_bytes = 0;                   /* both pools, counted in pinned_in_process */
   std::unique_ptr<gpp::GpuEngine> gpu;
   gpp::GpuSettings gpu_settings;             /* that gpu was made with */
   /* Whether upstream is live (asked once, streaming thread): capture-to-
@@ -1081,6 +1106,22 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
   GST_OBJECT_UNLOCK (self);
 
   std::string error;
+  const uint64_t request = (uint64_t) bytes * (1 + kResultsPoolFactor);
+  const uint64_t physical = physical_memory_bytes ();
+  const uint64_t pinned_before = pinned_in_process.load ();
+  if (bytes != 0 && physical && pinned_before + request > kMaxPinnedShare * physical) {
+    gchar *text = g_strdup_printf ("pool-size=%u needs %" G_GUINT64_FORMAT " MiB of pinned "
+        "memory (input pool and a results pool %zu times its size), and the process has "
+        "%" G_GUINT64_FORMAT " MiB pinned already; together more than half of the "
+        "machine's %" G_GUINT64_FORMAT " MiB, which would starve the host (pinned pages "
+        "cannot be swapped)", (guint) (bytes >> 20), request >> 20, kResultsPoolFactor,
+        pinned_before >> 20, physical >> 20);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.", text),
+        ("lower pool-size; at most %.0f%% of physical memory may be pinned",
+            100 * kMaxPinnedShare));
+    g_free (text);
+    return FALSE;
+  }
   if (bytes == 0) {
     st->no_pool_reason = "pool-size is 0";
   } else if (!(error = gpp::gpu_unavailable_reason (device)).empty ()) {
@@ -1097,6 +1138,8 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
     if (input && results) {
       st->input_allocator = gpp_pinned_allocator_new (std::move (input));
       st->results_allocator = gpp_pinned_allocator_new (std::move (results));
+      st->pinned_bytes = bytes + results_bytes;
+      pinned_in_process += st->pinned_bytes;
       GST_INFO_OBJECT (self, "pinned pools: %zu + %zu bytes on device %d", bytes,
           results_bytes, device);
       return TRUE;
@@ -1135,6 +1178,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   GST_OBJECT_LOCK (self);
   self->state = nullptr;
   GST_OBJECT_UNLOCK (self);
+  pinned_in_process -= st->pinned_bytes;
   delete st;
   self->linktype = -1;
   self->linktype_refused = FALSE;
@@ -1202,7 +1246,7 @@ static GstStructure *
 gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
 {
   GppProcStats *s = self->stats;
-  guint64 h2d = 0, d2h = 0, fallbacks = 0, pool_in_use = 0;
+  guint64 h2d = 0, d2h = 0, fallbacks = 0, pool_in_use = 0, pinned = 0;
   guint in_flight = 0;
   const char *active_mode = "none";
   /* The state exists between READY→PAUSED and PAUSED→READY; the object lock
@@ -1220,6 +1264,7 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
     } else {
       active_mode = "cpu";
     }
+    pinned = st->pinned_bytes;
     if (st->input_allocator) {
       fallbacks = gpp_pinned_allocator_fallbacks (st->input_allocator);
       pool_in_use = gpp_pinned_allocator_in_use (st->input_allocator) +
@@ -1250,7 +1295,8 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
       "copied-batches", G_TYPE_UINT64, s->copied_batches,
       "copied-bytes", G_TYPE_UINT64, s->copied_bytes,
       "pool-fallbacks", G_TYPE_UINT64, fallbacks,
-      "pool-bytes-in-use", G_TYPE_UINT64, pool_in_use, NULL);
+      "pool-bytes-in-use", G_TYPE_UINT64, pool_in_use,
+      "pool-bytes-pinned", G_TYPE_UINT64, pinned, NULL);
   for (int m = 0; m < kModeCount; m++) {
     if (!s->mode_batches[m])
       continue;
@@ -1562,7 +1608,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       g_param_spec_uint ("pool-size", "Pinned pool size",
           "MiB of pinned (page-locked) host memory for batches, and four times as "
           "much for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
-          "(mode=cpu only). Limits the largest batch",
+          "(mode=cpu only). Limits the largest batch. Refused (an error) when the "
+          "pools of every gpupacketproc of the process would pin more than half of "
+          "physical memory",
           0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
       g_param_spec_enum ("pool-memory", "Pinned pool memory kind",
@@ -1614,7 +1662,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "batches-in-flight, max-batches-in-flight; "
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
-          "allocations the full pool could not serve); pool-bytes-in-use",
+          "allocations the full pool could not serve); pool-bytes-in-use; "
+          "pool-bytes-pinned (both pools)",
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -1099,6 +1099,44 @@ GST_START_TEST (test_proc_malformed_batches)
 
 GST_END_TEST;
 
+/* Pinned pools bounded by the machine: a request over half of physical
+ * memory (with what the process has pinned) is refused at READY→PAUSED with
+ * both figures, whatever the mode; stats shows what is pinned. */
+GST_START_TEST (test_proc_pinned_memory_bound)
+{
+  GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  g_object_set (e, "pool-size", 65535, NULL);   /* 64 GiB + 256 GiB of results */
+  gchar *meminfo = NULL;
+  fail_unless (g_file_get_contents ("/proc/meminfo", &meminfo, NULL, NULL));
+  unsigned long long kib = 0;
+  sscanf (strstr (meminfo, "MemTotal:"), "MemTotal: %llu kB", &kib);
+  g_free (meminfo);
+  if (kib * 1024 / 2 < 5ull * 65535 << 20) {
+    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+        GST_STATE_CHANGE_FAILURE);
+    const std::string text = pop_message_text (bus, GST_MESSAGE_ERROR);
+    assert_contains (text, "Pinned memory refused: pool-size=65535 needs 327675 MiB");
+    assert_contains (text, std::to_string (kib / 1024) + " MiB");
+  }
+  gst_element_set_state (e, GST_STATE_NULL);
+  /* A modest pool starts; stats reports what it pinned (0 without a GPU). */
+  g_object_set (e, "pool-size", 4, NULL);
+  fail_if (gst_element_set_state (e, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE);
+  GstStructure *stats = NULL;
+  g_object_get (e, "stats", &stats, NULL);
+  guint64 pinned = G_MAXUINT64;
+  fail_unless (gst_structure_get_uint64 (stats, "pool-bytes-pinned", &pinned));
+  fail_unless (pinned == 0 || pinned == 5ull * 4 << 20, "%" G_GUINT64_FORMAT, pinned);
+  gst_structure_free (stats);
+  gst_element_set_state (e, GST_STATE_NULL);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_proc_unsupported_linktype_caps)
 {
   /* gst_pad_push_event() reports success for sticky events whatever the
@@ -1989,6 +2027,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (proc, test_proc_empty_batch);
   tcase_add_test (proc, test_proc_malformed_batches);
   tcase_add_test (proc, test_proc_unsupported_linktype_caps);
+  tcase_add_test (proc, test_proc_pinned_memory_bound);
   tcase_add_test (proc, test_proc_unsupported_linktype_pipeline);
   tcase_add_test (proc, test_proc_rss_vectors);
   tcase_add_test (proc, test_proc_properties_while_playing);
