@@ -5,7 +5,7 @@
 #   gpupacket-summary                            (protocols, malformed, speed)
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --demo
 [ -d build ] || meson setup build
 ninja -C build
 export GST_PLUGIN_PATH_1_0="$PWD/build/gst-plugin"
