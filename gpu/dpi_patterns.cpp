@@ -264,7 +264,9 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
       if (go[s][c] == kNone) {
         if (go.size() == kMaxDpiStates) {
           *why = "the patterns need more than " + std::to_string(kMaxDpiStates) +
-                 " automaton states";
+                 std::string(nocase ? " nocase" : " case-sensitive") +
+                 " automaton states; the limit is reached at the pattern of " +
+                 (patterns[id].where.empty() ? "pattern " + std::to_string(id) : patterns[id].where);
           return false;
         }
         go[s][c] = static_cast<uint32_t>(go.size());
@@ -461,13 +463,17 @@ bool collect_patterns(const std::string &text, const std::string &name, DpiSelec
         *error = name + ":" + std::to_string(number) + ": " + why;
         return false;
       }
+      const size_t before = set->patterns.size();
       select_patterns(contents, select, &set->patterns);
+      for (size_t k = before; k < set->patterns.size(); ++k)
+        set->patterns[k].where = name + ":" + std::to_string(number);
     } else {
       DpiPattern p;
       if (!decode(line, false, &p.bytes, &why) || (p.bytes.empty() && (why = "empty pattern", true))) {
         *error = name + ":" + std::to_string(number) + ": " + why;
         return false;
       }
+      p.where = name + ":" + std::to_string(number);
       set->patterns.push_back(p);
     }
     if (set->patterns.size() > kMaxDpiPatterns) {

@@ -36,6 +36,7 @@ struct DpiPattern {
   std::string bytes;
   bool nocase = false;
   uint32_t sid = 0; // the rule's sid: option, 0 for pattern lines and rules without one
+  std::string where; // "FILE:LINE" of the line it came from, for messages
 };
 
 enum class DpiSelect { All, FastPattern };

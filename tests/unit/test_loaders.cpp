@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
 #include <string>
 
 #include "acl_rules.h"
@@ -112,6 +113,24 @@ TEST(RuleText, PortsAreDecimalOrHexAsTestAclReadsThem) {
   set = gpp::parse_acl_rules("@0.0.0.0/0 0.0.0.0/0 0 : 010 0 : 1 0/0\n", "oct.rules", &error);
   ASSERT_TRUE(set) << error;
   EXPECT_EQ(set->rules[0].sport_hi, 10);
+}
+
+} // namespace
+
+namespace {
+
+// The DPI automaton's state limit names the line where it was reached.
+TEST(RuleText, TheDpiStateLimitNamesItsLine) {
+  std::mt19937 rng(7);
+  std::string text;
+  for (int line = 0; line < 300; ++line) { // 1000 fresh states a line
+    for (int i = 0; i < 1000; ++i) text += static_cast<char>('a' + rng() % 26);
+    text += '\n';
+  }
+  std::string error;
+  EXPECT_FALSE(gpp::parse_dpi_patterns(text, "many.patterns", &error));
+  EXPECT_NE(error.find("limit is reached at the pattern of many.patterns:263"), std::string::npos)
+      << error;
 }
 
 } // namespace
