@@ -135,12 +135,7 @@ main (int argc, char **argv)
   if (rc != 0) {
     /* No summary of a capture that could not be read (it would be all zeros). */
     gst_element_set_state (pipeline, GST_STATE_NULL);
-    gst_object_unref (bus);
-    gst_object_unref (sink);
-    gst_object_unref (proc);
-    gst_object_unref (pipeline);
-    gst_deinit ();
-    return rc;
+    goto done;
   }
 
   GstStructure *stats;
@@ -188,6 +183,7 @@ main (int argc, char **argv)
       seconds > 0 ? s.bytes * 8.0 / seconds / 1e9 : 0.0, seconds);
   g_print ("  gpupacketproc latency per batch  p50 %.1f us, p99 %.1f us\n", p50 / 1e3, p99 / 1e3);
 
+done:
   gst_object_unref (bus);
   gst_object_unref (sink);
   gst_object_unref (proc);
