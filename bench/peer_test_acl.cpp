@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "peer_rte_acl.h"
+#include "read_file.h"
 
 extern char **environ;
 
@@ -56,17 +57,8 @@ private:
   std::vector<std::string> files_;
 };
 
-bool read_text(const std::string &path, std::string *text, std::string *error) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream s;
-  s << f.rdbuf();
-  if (!f) {
-    *error = path + ": cannot read";
-    return false;
-  }
-  *text = s.str();
-  return true;
-}
+// Rule and trace files are read by the loaders' own reader (limits, reasons).
+constexpr int64_t kMaxTextBytes = 64 << 20;
 
 bool write_text(const std::string &path, const std::string &text, std::string *error) {
   std::ofstream f(path, std::ios::binary);
@@ -76,17 +68,27 @@ bool write_text(const std::string &path, const std::string &text, std::string *e
   return static_cast<bool>(f);
 }
 
-std::vector<std::string> tokens(const std::string &line) {
-  std::istringstream in(line);
-  std::vector<std::string> out;
-  for (std::string t; in >> t;) out.push_back(t);
-  return out;
-}
-
 // test-acl's skip_line: blank, or '#' after leading white space.
 bool skipped(const std::string &line) {
   const size_t i = line.find_first_not_of(" \t\r\n\v\f");
   return i == std::string::npos || line[i] == '#';
+}
+
+// The lines test-acl reads (skipped ones left out), each as its 1-based
+// number and its white-space separated words.
+std::vector<std::pair<size_t, std::vector<std::string>>> data_lines(const std::string &text) {
+  std::vector<std::pair<size_t, std::vector<std::string>>> out;
+  std::istringstream in(text);
+  size_t number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (skipped(line)) continue;
+    std::istringstream words(line);
+    std::vector<std::string> t;
+    for (std::string w; words >> w;) t.push_back(w);
+    out.emplace_back(number, std::move(t));
+  }
+  return out;
 }
 
 // ClassBench rule text as test-acl reads it: each rule line's first nine
@@ -95,13 +97,8 @@ bool skipped(const std::string &line) {
 // rule lines only, as gpupacket does, so numbers do not move.
 bool test_acl_rules(const std::string &text, const std::string &name, std::string *out,
                     size_t *rules, std::string *error) {
-  std::istringstream in(text);
-  size_t line_no = 0;
   *rules = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (skipped(line)) continue;
-    const auto t = tokens(line);
+  for (const auto &[line_no, t] : data_lines(text)) {
     if (t.size() < 9 || t[0][0] != '@' || t[3] != ":" || t[6] != ":" ||
         t[0].find(':') != std::string::npos) {
       *error = name + ":" + std::to_string(line_no) + ": not an IPv4 ClassBench rule";
@@ -119,14 +116,9 @@ bool test_acl_rules(const std::string &text, const std::string &name, std::strin
 bool load_trace(const std::string &path, std::vector<Tuple> *raw, std::vector<Tuple> *tuples,
                 size_t *zeroed, std::string *error) {
   std::string text;
-  if (!read_text(path, &text, error)) return false;
-  std::istringstream in(text);
-  size_t line_no = 0;
+  if (!gpp::read_text_file(path, kMaxTextBytes, "a trace file", &text, error)) return false;
   *zeroed = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    if (skipped(line)) continue;
-    const auto t = tokens(line);
+  for (const auto &[line_no, t] : data_lines(text)) {
     unsigned long v[5];
     bool good = t.size() >= 5;
     for (int i = 0; good && i < 5; ++i) {
@@ -283,7 +275,7 @@ bool test_acl_cross_check(WorkerPool &pool, const gpp::AclRuleSet &acl1k, const 
   std::string error, text, rules_text;
   size_t rule_count = 0, zeroed = 0;
   std::vector<Tuple> raw, tuples;
-  if (!read_text(rules_path, &text, &error) ||
+  if (!gpp::read_text_file(rules_path, kMaxTextBytes, "a rule file", &text, &error) ||
       !test_acl_rules(text, rules_path, &rules_text, &rule_count, &error) ||
       !load_trace(trace_path, &raw, &tuples, &zeroed, &error))
     return fail(error);
