@@ -396,8 +396,15 @@ WorkerSetup pipeline_item(const PipelineInput &in) {
   };
 }
 
+// What gpupacket's own records of a cell show: packets whose answers the
+// pipeline's differ from, and the DPI density (occurrences over payload bytes).
+struct CellCheck {
+  size_t differences = 0;
+  uint64_t dpi_hits = 0, payload_bytes = 0;
+};
+
 // The pipeline's answers against gpupacket's records of the full workload.
-bool compare_pipeline(const PipelineInput &in, const gpp::CoreConfig &full, size_t *differences,
+bool compare_pipeline(const PipelineInput &in, const gpp::CoreConfig &full, CellCheck *check,
                       std::string *error) {
   std::shared_ptr<hs_scratch_t> scratch;
   if (in.dpi && !(scratch = hyperscan_scratch(in.dpi, error))) return false;
@@ -406,7 +413,7 @@ bool compare_pipeline(const PipelineInput &in, const gpp::CoreConfig &full, size
   Tuple tuples[kChunk];
   uint32_t rules[kChunk];
   HsTally tallies[kChunk];
-  *differences = 0;
+  *check = CellCheck{};
   for (size_t first = 0; first < frames.size(); first += kChunk) {
     const size_t count = std::min(kChunk, frames.size() - first);
     const hs_error_t rc = pipeline_chunk(in, first, count, records, tuples, rules, tallies, scratch.get());
@@ -422,7 +429,11 @@ bool compare_pipeline(const PipelineInput &in, const gpp::CoreConfig &full, size
       bool same = ours.rss_hash == records[i].rss_hash;
       if (in.acl) same = same && static_cast<uint32_t>(ours.acl_rule) == peers::rule_of(rules[i]);
       if (in.dpi) same = same && ours.dpi_hits == tallies[i].hits && ours.dpi_pattern == tallies[i].first;
-      *differences += !same;
+      check->differences += !same;
+      if (ours.dpi_scanned && ours.payload_length) {
+        check->dpi_hits += ours.dpi_hits;
+        check->payload_bytes += ours.payload_length;
+      }
     }
   }
   return true;
@@ -533,28 +544,19 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut 
     parse.acl_default_action = GPP_ACL_NONE;
     std::vector<GppResult> parsed(packets);
     std::vector<Tuple> tuples(packets);
-    uint64_t payload = 0, hits = 0;
     for (size_t i = 0; i < packets; ++i) {
       const auto len = static_cast<uint32_t>(frames[i].size());
       gpp::process_packet(frames[i].data(), len, len, GPP_LINKTYPE_ETHERNET, i + 1, 0, parse, parsed[i]);
       tuples[i] = peers::tuple_of(parsed[i]);
     }
     PipelineInput in{&frames, parse, w.acl ? acl_ctx.at(w.acl).get() : nullptr, w.dpi ? hs.at(w.dpi).get() : nullptr};
-    size_t differences = 0;
-    if (!compare_pipeline(in, full, &differences, &error)) {
+    CellCheck check;
+    if (!compare_pipeline(in, full, &check, &error)) {
       std::fprintf(stderr, "%s %s: %s\n", c.profile->name, w.name, error.c_str());
       return false;
     }
+    const size_t differences = check.differences;
     ok = ok && differences == 0;
-    if (w.dpi) {
-      GppResult r{};
-      for (size_t i = 0; i < packets; ++i) {
-        r = parsed[i];
-        if (r.payload_length) gpp::dpi_scan(full.dpi, frames[i].data() + r.payload_offset, r.payload_length, r);
-        payload += r.payload_length;
-        hits += r.payload_length ? r.dpi_hits : 0;
-      }
-    }
     std::vector<Scaling> rows;
     if (w.acl) rows.push_back(pool.scaling("rte_acl", packets, kChunk, rte_acl_item(in.acl, tuples), opt.min_seconds));
     if (w.dpi)
@@ -574,7 +576,9 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut 
       csv.add(c.profile->name, w.name, s.name.c_str(), s, n, differences);
     }
     if (w.acl && w.dpi) csv.add_combined(c, rows[0], rows[1], n, differences);
-    const std::string density = payload ? std::to_string(static_cast<int>(hits * 1024.0 / payload + 0.5)) : "-";
+    const std::string density = check.payload_bytes
+                                    ? std::to_string(static_cast<int>(check.dpi_hits * 1024.0 / check.payload_bytes + 0.5))
+                                    : "-";
     std::printf("%-12s %-12s %8zu %8s %26s %26s %26s  %zu\n", c.profile->name, w.name, packets, density.c_str(),
                 cols[0].c_str(), cols[1].c_str(), cols[2].c_str(), differences);
   }
