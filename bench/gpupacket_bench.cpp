@@ -1173,12 +1173,13 @@ void targets(Run &run, const Grid *grid) {
     double best = 0;
     if (grid)
       for (const auto &e : grid->engine_names())
-        for (uint32_t n : {1u, 8u, 32u, 64u, 256u, 1024u, 4096u, 16384u}) {
-          const GridPoint *pt = grid->point(e, profile, workload, n);
-          if (!pt || !pt->throughput.batches || pt->throughput.parity_failed) continue;
-          const double m = pt->throughput.mpps();
-          if (e.rfind("cpu", 0) != 0 && m > best) best = m, *at = e + " @" + std::to_string(n);
-        }
+        for (const auto *sizes : {&grid->options().sizes, &grid->options().realistic_sizes})
+          for (uint32_t n : *sizes) {
+            const GridPoint *pt = grid->point(e, profile, workload, n);
+            if (!pt || !pt->throughput.batches || pt->throughput.parity_failed) continue;
+            const double m = pt->throughput.mpps();
+            if (e.rfind("cpu", 0) != 0 && m > best) best = m, *at = e + " @" + std::to_string(n);
+          }
     return best;
   };
   auto versus = [&](const std::string &name, const std::string &id, const std::string &profile,
