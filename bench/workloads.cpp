@@ -1,7 +1,8 @@
 #include "workloads.h"
 
+#include "read_file.h"
+
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <pcap/pcap.h>
 #include <unistd.h>
 
@@ -111,14 +112,7 @@ constexpr size_t kPerCapture = 16 << 10;
 
 std::string capture_payloads(const std::string &dir, std::string *error) {
   std::vector<std::string> files;
-  if (DIR *d = opendir(dir.c_str())) {
-    while (const dirent *e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n.find(".pcap") != std::string::npos) files.push_back(n);
-    }
-    closedir(d);
-  }
-  std::sort(files.begin(), files.end());
+  if (!gpp::files_in(dir, {".pcap", ".pcapng"}, &files, error)) return "";
   gpp::CoreConfig cfg{};
   std::memcpy(cfg.rss_key, gpp::kDefaultRssKey, sizeof cfg.rss_key);
   std::string out, taken;

@@ -3,7 +3,6 @@
 #include "read_file.h"
 #include "rule_text.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -517,21 +516,11 @@ std::shared_ptr<const DpiPatternSet> load_dpi_patterns(const std::string &path, 
   }
   // A rule folder: its *.rules files in name order.
   std::vector<std::string> files;
-  if (DIR *dir = opendir(path.c_str())) {
-    while (const dirent *e = readdir(dir)) {
-      const std::string n = e->d_name;
-      if (n.size() > 6 && n.compare(n.size() - 6, 6, ".rules") == 0) files.push_back(n);
-    }
-    closedir(dir);
-  } else {
-    *error = path + ": cannot open: " + std::strerror(errno);
-    return nullptr;
-  }
+  if (!files_in(path, {".rules"}, &files, error)) return nullptr;
   if (files.empty()) {
     *error = path + ": a directory without *.rules files";
     return nullptr;
   }
-  std::sort(files.begin(), files.end());
   auto set = std::make_shared<DpiPatternSet>();
   std::streamoff left = kMaxPatternText;
   for (const std::string &f : files) {

@@ -4,9 +4,14 @@
 // files such as /proc/self/status report 0 and still hold text.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <vector>
 
 #include <cerrno>
 #include <cstdint>
@@ -58,6 +63,32 @@ inline bool read_text_file(const std::string &path, int64_t max_bytes, const cha
     text->append(chunk, static_cast<size_t>(n));
   }
   close(fd);
+  return true;
+}
+
+// The names of the entries of folder `dir` that end with one of `suffixes`,
+// in name order (a rule folder, a folder of captures); false and *error when
+// the folder cannot be read.
+inline bool files_in(const std::string &dir, std::initializer_list<const char *> suffixes,
+                     std::vector<std::string> *names, std::string *error) {
+  DIR *d = opendir(dir.c_str());
+  if (!d) {
+    *error = dir + ": cannot open: " + std::strerror(errno);
+    return false;
+  }
+  names->clear();
+  while (const dirent *e = readdir(d)) {
+    const std::string n = e->d_name;
+    for (const char *suffix : suffixes) {
+      const size_t len = std::strlen(suffix);
+      if (n.size() > len && n.compare(n.size() - len, len, suffix) == 0) {
+        names->push_back(n);
+        break;
+      }
+    }
+  }
+  closedir(d);
+  std::sort(names->begin(), names->end());
   return true;
 }
 
