@@ -1182,7 +1182,6 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   delete st;
   self->linktype = -1;
   self->linktype_refused = FALSE;
-  self->linktype_refused = FALSE;
 }
 
 static GstStateChangeReturn
