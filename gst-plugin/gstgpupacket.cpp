@@ -27,4 +27,4 @@ plugin_init (GstPlugin * plugin)
 
 GST_PLUGIN_DEFINE (GST_VERSION_MAJOR, GST_VERSION_MINOR, gpupacket,
     "Low-latency packet processing on CPU and GPU: pcap input, parsing, RSS, results",
-    plugin_init, PACKAGE_VERSION, "LGPL", "gpupacket", "https://example.invalid/gpupacket")
+    plugin_init, PACKAGE_VERSION, "LGPL", "gpupacket", GST_PACKAGE_ORIGIN)

@@ -123,6 +123,11 @@ gst_packet_test_src_start (GstBaseSrc * base)
   const std::string dpi_path = self->dpi_patterns ? self->dpi_patterns : "";
   const guint batch_size = self->batch_size, ring_batches = self->ring_batches;
   GST_OBJECT_UNLOCK (self);
+  if (batch_size == 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("batch-size=0: " GPP_BATCH_SIZE_ZERO_REASON "."), (NULL));
+    return FALSE;
+  }
 
   std::string error;
   std::shared_ptr<const gpp::AclRuleSet> acl;
@@ -370,7 +375,7 @@ gst_packet_test_src_class_init (GstPacketTestSrcClass * klass)
       g_param_spec_uint ("seed", "Seed", "Random seed: the same seed gives the same packets",
           0, G_MAXUINT, DEFAULT_SEED, rw_ready));
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
-      g_param_spec_uint ("batch-size", "Batch size", "Packets per batch", 1, 1 << 20,
+      g_param_spec_uint ("batch-size", "Batch size", "Packets per batch; 0 is refused", 0, 1 << 20,
           DEFAULT_BATCH_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_RING_BATCHES,
       g_param_spec_uint ("ring-batches", "Ring batches",

@@ -353,7 +353,14 @@ gst_pcap_src_start (GstBaseSrc * base)
   std::string location = self->location ? self->location : "";
   std::string device = self->device ? self->device : "";
   std::string filter = self->filter ? self->filter : "";
+  const guint batch_size = self->batch_size;
   GST_OBJECT_UNLOCK (self);
+
+  if (batch_size == 0) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("batch-size=0: " GPP_BATCH_SIZE_ZERO_REASON "."), (NULL));
+    return FALSE;
+  }
 
   if (!location.empty () && !device.empty ()) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
@@ -528,6 +535,33 @@ gst_pcap_src_post_read_error (GstPcapSrc * self, const std::string & error)
   g_free (location);
 }
 
+/* Ends the stream at damage in a file so that the packets read before it
+ * are not lost.  The error is posted only once they have reached the sinks:
+ * a DRAIN query waits for elements that push from a thread of their own
+ * (gpupacketproc's GPU modes), and, being serialized, for the sinks' render
+ * of everything before it.  No EOS follows the error, as GstBaseSrc would
+ * send on GST_FLOW_ERROR: an application stops the pipeline when it hears of
+ * the error, and an EOS racing that stop makes filesink drop the rows it
+ * still buffers (its flush at EOS fails while unlocked); without that EOS
+ * filesink writes them when it closes.  So the source waits for the stop
+ * (unlock) and answers FLUSHING. */
+static GstFlowReturn
+gst_pcap_src_end_with_read_error (GstPcapSrc * self)
+{
+  GstQuery *drain = gst_query_new_drain ();
+  gst_pad_peer_query (GST_BASE_SRC_PAD (self), drain);
+  gst_query_unref (drain);
+  gst_pcap_src_post_read_error (self, self->state->read_error);
+  while (!g_atomic_int_get (&self->unlocking)) {
+    struct pollfd wakeup = { self->wakeup_fd, POLLIN, 0 };
+    if (poll (&wakeup, 1, -1) < 0 && errno != EINTR)
+      return GST_FLOW_ERROR;    /* the error is posted: no second one */
+    if (!g_atomic_int_get (&self->unlocking))
+      gst_pcap_src_drain_wakeups (self);    /* a setting change, not a stop */
+  }
+  return GST_FLOW_FLUSHING;
+}
+
 /* Fills the builder from the file: batch-size packets, or up to the end. */
 static GstFlowReturn
 gst_pcap_src_fill_from_file (GstPcapSrc * self)
@@ -537,10 +571,8 @@ gst_pcap_src_fill_from_file (GstPcapSrc * self)
   const guint batch_size = self->batch_size;
   GST_OBJECT_UNLOCK (self);
 
-  if (!st->read_error.empty ()) {
-    gst_pcap_src_post_read_error (self, st->read_error);
-    return GST_FLOW_ERROR;
-  }
+  if (!st->read_error.empty ())
+    return gst_pcap_src_end_with_read_error (self);
   if (st->at_end)
     return GST_FLOW_EOS;
 
@@ -566,10 +598,8 @@ gst_pcap_src_fill_from_file (GstPcapSrc * self)
   }
 
   if (st->builder.packet_count () == 0) {
-    if (!st->read_error.empty ()) {
-      gst_pcap_src_post_read_error (self, st->read_error);
-      return GST_FLOW_ERROR;
-    }
+    if (!st->read_error.empty ())
+      return gst_pcap_src_end_with_read_error (self);
     return GST_FLOW_EOS;
   }
   return GST_FLOW_OK;
@@ -812,6 +842,9 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
 
   if (GPP_REFUSE_READY_ONLY (object, pspec))
     return;
+  if (prop_id == PROP_BATCH_SIZE && g_value_get_uint (value) == 0
+      && GPP_REFUSE_VALUE (object, pspec, GPP_BATCH_SIZE_ZERO_REASON))
+    return;
   gboolean latency_changed = FALSE, wake = FALSE;
 
   GST_OBJECT_LOCK (self);
@@ -989,7 +1022,7 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
       g_param_spec_uint ("batch-size", "Batch size",
           "Packets per batch buffer: larger batches amortise per-batch cost "
           "(GPU launches, copies), smaller ones cut latency; a batch also ends "
-          "early at 256 MiB of packet data", 1, MAX_BATCH_SIZE, DEFAULT_BATCH_SIZE,
+          "early at 256 MiB of packet data; 0 is refused", 0, MAX_BATCH_SIZE, DEFAULT_BATCH_SIZE,
           rw_playing));
   g_object_class_install_property (gobject_class, PROP_BATCH_TIMEOUT,
       g_param_spec_uint ("batch-timeout", "Batch timeout",

@@ -423,41 +423,94 @@ GST_START_TEST (test_pcapsrc_batch_sizes)
 
 GST_END_TEST;
 
+/* pcapsrc on the Wikipedia capture in a harness, playing, its first batch
+ * pulled: for tests that change a property while it runs.  Its own bus
+ * collects the warnings. */
+struct PlayingPcapSrc
+{
+  GstElement *src;
+  GstBus *bus;
+  GstHarness *h;
+  size_t packets;               /* pulled so far */
+
+  explicit PlayingPcapSrc (guint batch_size)
+  {
+    src = gst_element_factory_make ("pcapsrc", NULL);
+    fail_unless (src != NULL, "pcapsrc not found");
+    g_object_set (src, "location", data_path (WIKIPEDIA).c_str (), "batch-size", batch_size,
+        NULL);
+    bus = gst_bus_new ();
+    gst_element_set_bus (src, bus);
+    h = gst_harness_new_with_element (src, NULL, "src");
+    gst_harness_play (h);
+    GstBuffer *first = gst_harness_pull (h);
+    packets = view_batch (first).header.packet_count;
+    gst_buffer_unref (first);
+  }
+  ~PlayingPcapSrc ()
+  {
+    gst_harness_teardown (h);
+    gst_object_unref (src);
+    gst_object_unref (bus);
+  }
+
+  /* Pulls the rest of the file: every packet must come, once. */
+  void expect_every_packet ()
+  {
+    for (GstBuffer *b : pull_until_eos (h)) {
+      packets += view_batch (b).header.packet_count;
+      gst_buffer_unref (b);
+    }
+    fail_unless_equals_int (packets, WIKIPEDIA_PACKETS);
+  }
+};
+
+/* batch-size=0 is an error at start in both sources (GLib's range check
+ * used to warn and leave the default in use), and refused with a warning
+ * while pcapsrc runs, the value in use kept. */
+GST_START_TEST (test_batch_size_zero_refused)
+{
+  for (const char *description : {"pcapsrc name=src batch-size=0 ! fakesink name=sink",
+          "packettestsrc name=src batch-size=0 num-buffers=1 ! fakesink name=sink"}) {
+    SourceSettings s { data_path (WIKIPEDIA) };
+    PipelineRun p;
+    const bool pcap = g_str_has_prefix (description, "pcapsrc");
+    run_pipeline (p, description, pcap ? configure_source : NULL, &s);
+    fail_unless_equals_int (p.end, GST_MESSAGE_ERROR);
+    assert_contains (p.error_text, "batch-size=0: a batch needs at least one packet");
+    fail_unless (p.packet_numbers.empty ());
+  }
+
+  PlayingPcapSrc p (3);
+  g_object_set (p.src, "batch-size", 0, NULL);
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING),
+      "Ignoring the new value of \"batch-size\": a batch needs at least one packet");
+  guint batch_size = 0;
+  g_object_get (p.src, "batch-size", &batch_size, NULL);
+  fail_unless_equals_int (batch_size, 3);
+  p.expect_every_packet ();
+}
+
+GST_END_TEST;
+
 /* Properties that apply when the element starts are refused once it has
  * (a warning names the property, the value in use stays): setting pcapsrc's
  * device while it read a file used to stall the stream for good. */
 GST_START_TEST (test_ready_only_properties_refused_while_running)
 {
-  GstElement *src = gst_element_factory_make ("pcapsrc", NULL);
-  fail_unless (src != NULL, "pcapsrc not found");
-  g_object_set (src, "location", data_path (WIKIPEDIA).c_str (), "batch-size", 1, NULL);
-  GstBus *bus = gst_bus_new ();
-  gst_element_set_bus (src, bus);
-  GstHarness *h = gst_harness_new_with_element (src, NULL, "src");
-  gst_harness_play (h);
-  gst_buffer_unref (gst_harness_pull (h));
-  g_object_set (src, "device", "lo", "snaplen", 100, "batch-size", 2, NULL);
-  const std::string first = pop_message_text (bus, GST_MESSAGE_WARNING);
-  assert_contains (first, "\"device\"");
-  assert_contains (pop_message_text (bus, GST_MESSAGE_WARNING), "\"snaplen\"");
-  fail_unless (gst_bus_pop_filtered (bus, GST_MESSAGE_WARNING) == NULL,
+  PlayingPcapSrc p (1);
+  g_object_set (p.src, "device", "lo", "snaplen", 100, "batch-size", 2, NULL);
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING), "\"device\"");
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING), "\"snaplen\"");
+  fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_WARNING) == NULL,
       "batch-size may change while playing");
   gchar *device = NULL;
   guint batch_size = 0;
-  g_object_get (src, "device", &device, "batch-size", &batch_size, NULL);
+  g_object_get (p.src, "device", &device, "batch-size", &batch_size, NULL);
   fail_unless (device == NULL, "device changed to %s", device);
   fail_unless_equals_int (batch_size, 2);
   /* The file goes on to its end: every packet, in batches of 2 from now on. */
-  std::vector<GstBuffer *> rest = pull_until_eos (h);
-  size_t packets = 1;
-  for (GstBuffer *b : rest) {
-    packets += view_batch (b).header.packet_count;
-    gst_buffer_unref (b);
-  }
-  fail_unless_equals_int (packets, WIKIPEDIA_PACKETS);
-  gst_harness_teardown (h);
-  gst_object_unref (src);
-  gst_object_unref (bus);
+  p.expect_every_packet ();
 }
 
 GST_END_TEST;
@@ -2010,6 +2063,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (src, test_pcapsrc_pcapng);
   tcase_add_test (src, test_pcapsrc_pcapng_two_link_types);
   tcase_add_test (src, test_ready_only_properties_refused_while_running);
+  tcase_add_test (src, test_batch_size_zero_refused);
   tcase_add_test (src, test_pcapsrc_linux_sll);
   tcase_add_test (src, test_pcapsrc_link_types);
   tcase_add_test (src, test_pcapsrc_restart);
