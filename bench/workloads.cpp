@@ -1,5 +1,6 @@
 #include "workloads.h"
 
+#include "pcap_linktype.h"
 #include "read_file.h"
 
 #include <arpa/inet.h>
@@ -120,9 +121,7 @@ std::string capture_payloads(const std::string &dir, std::string *error) {
     char errbuf[PCAP_ERRBUF_SIZE];
     pcap_t *pc = pcap_open_offline((dir + "/" + f).c_str(), errbuf);
     if (!pc) continue; // a capture libpcap cannot read adds nothing
-    // libpcap reports raw IP as its DLT_RAW, not LINKTYPE_RAW.
-    const int dlt = pcap_datalink(pc);
-    const uint32_t linktype = dlt == DLT_RAW ? GPP_LINKTYPE_RAW : static_cast<uint32_t>(dlt);
+    const uint32_t linktype = gpp::linktype_of(pc);
     pcap_pkthdr *h = nullptr;
     const u_char *bytes = nullptr;
     while (pcap_next_ex(pc, &h, &bytes) == 1) {

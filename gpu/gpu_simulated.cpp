@@ -4,13 +4,28 @@
 // gpupacketproc's asynchronous paths (ordering, events, flushes, mode and
 // stream changes, the pinned pool) under the sanitizers.  Linked only into
 // the test build of the plugin (tests/sim), never into the installed one.
+//
+// Faults, for the element's error paths (tests/sim/test_faults.cpp): the
+// environment variable GPP_SIM_FAULT, read whenever an arena or engine is
+// made, names one:
+//   arena      the pinned allocation fails
+//   engine     engine creation fails
+//   submit:N   the engine's Nth submit fails (N from 1)
+//   wait:N     the engine's Nth wait fails
+//   lost:N     the device is lost at the Nth submit: that batch fails at its
+//              wait and every later submit fails, as after a real device loss
+//              (batches submitted before it complete)
 #include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "cpu_engine.h"
@@ -20,10 +35,31 @@
 namespace gpp {
 namespace {
 
+struct Fault {
+  enum Kind { None, Arena, Engine, Submit, Wait, Lost } kind = None;
+  unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
+};
+
+Fault fault_from_env() {
+  Fault f;
+  const char *text = std::getenv("GPP_SIM_FAULT");
+  if (!text || !*text) return f;
+  const char *colon = std::strchr(text, ':');
+  const std::string name(text, colon ? colon - text : std::strlen(text));
+  f.at = colon ? std::strtoul(colon + 1, nullptr, 10) : 0;
+  if (name == "arena") f.kind = Fault::Arena;
+  else if (name == "engine") f.kind = Fault::Engine;
+  else if (name == "submit") f.kind = Fault::Submit;
+  else if (name == "wait") f.kind = Fault::Wait;
+  else if (name == "lost") f.kind = Fault::Lost;
+  return f;
+}
+
 class SimulatedEngine final : public GpuEngine {
 public:
-  SimulatedEngine(Mode mode, const GpuSettings &s)
-      : mode_(mode), slots_(std::max(1u, s.num_streams)), worker_([this] { run(); }) {}
+  SimulatedEngine(Mode mode, const GpuSettings &s, Fault fault)
+      : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault),
+        worker_([this] { run(); }) {}
 
   ~SimulatedEngine() override {
     {
@@ -42,19 +78,39 @@ public:
   }
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
-              GppResult *results, std::string *) override {
+              GppResult *results, std::string *error) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(Job{batch, cfg, results, count, false});
+    ++submits_;
+    if (fault_.kind == Fault::Lost && submits_ == fault_.at) lost_ = true;
+    if (lost_ && submits_ > fault_.at) {
+      *error = "simulated fault: the device was lost (submit " + std::to_string(submits_) + ")";
+      return false;
+    }
+    if (fault_.kind == Fault::Submit && submits_ == fault_.at) {
+      *error = "simulated fault: submit " + std::to_string(submits_) + " failed";
+      return false;
+    }
+    jobs_.push_back(Job{batch, cfg, results, count, false, submits_});
     counters_.bytes_h2d += batch_size;
     counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
     changed_.notify_all();
     return true;
   }
 
-  bool wait_oldest(std::string *) override {
+  bool wait_oldest(std::string *error) override {
     std::unique_lock<std::mutex> lock(mutex_);
     changed_.wait(lock, [this] { return !jobs_.empty() && jobs_.front().done; });
+    const unsigned long submitted = jobs_.front().submit_index;
     jobs_.pop_front();
+    ++waits_;
+    if (lost_ && submitted >= fault_.at) {
+      *error = "simulated fault: the device was lost (wait " + std::to_string(waits_) + ")";
+      return false;
+    }
+    if (fault_.kind == Fault::Wait && waits_ == fault_.at) {
+      *error = "simulated fault: wait " + std::to_string(waits_) + " failed";
+      return false;
+    }
     return true;
   }
 
@@ -65,6 +121,7 @@ private:
     GppResult *results;
     uint32_t count;
     bool done;
+    unsigned long submit_index;
   };
 
   // Finishes jobs in order, each after 0..200 us, like a GPU queue would.
@@ -92,6 +149,9 @@ private:
 
   Mode mode_;
   unsigned slots_;
+  const Fault fault_;
+  unsigned long submits_ = 0, waits_ = 0;
+  bool lost_ = false;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Job> jobs_;
@@ -110,6 +170,10 @@ std::string gpu_unavailable_reason(int device_id) {
 std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind,
                                            std::string *error) {
   if (!(*error = gpu_unavailable_reason(device_id)).empty()) return nullptr;
+  if (fault_from_env().kind == Fault::Arena) {
+    *error = "simulated fault: cudaHostAlloc of " + std::to_string(bytes) + " bytes failed";
+    return nullptr;
+  }
   // mmap, like the driver's pinned allocations: freeing returns the pages at
   // once (malloc might keep them), so the tests' memory checks stay meaningful.
   void *base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -123,7 +187,12 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
 std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
                                            std::string *error) {
   if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
-  return std::make_unique<SimulatedEngine>(mode, settings);
+  const Fault fault = fault_from_env();
+  if (fault.kind == Fault::Engine) {
+    *error = "simulated fault: engine creation failed";
+    return nullptr;
+  }
+  return std::make_unique<SimulatedEngine>(mode, settings, fault);
 }
 
 int64_t device_memory_used(int) { return 0; }

@@ -536,6 +536,17 @@ gst_gpu_packet_proc_drain (GstGpuPacketProc * self)
   return st->outstanding == 0;
 }
 
+/* Before the chain posts an error: waits until the batches in flight have
+ * been pushed (or a flush ended the wait).  FALSE when one of them failed
+ * and its error is posted already. */
+static gboolean
+gst_gpu_packet_proc_settle_before_error (GstGpuPacketProc * self)
+{
+  gst_gpu_packet_proc_drain (self);
+  std::lock_guard<std::mutex> lock (self->state->lock);
+  return self->state->last_flow != GST_FLOW_ERROR;
+}
+
 /* The src pad task: pushes queued results and events in order. */
 static void
 gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
@@ -574,14 +585,19 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
   } else {
     std::string error;
     const bool ok = st->gpu->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
+    bool failed_before;
     {
       std::lock_guard<std::mutex> lock (st->lock);
       st->gpu_in_flight--;
+      failed_before = st->last_flow == GST_FLOW_ERROR;
     }
     st->changed.notify_all ();
-    if (!ok) {
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
-              gpp::mode_name (item.mode)), ("%s", error.c_str ()));
+    if (!ok || failed_before) {
+      /* After a failed batch the stream has a hole: the batches behind it
+       * are retired, not pushed, and only the first failure is posted. */
+      if (!failed_before)
+        GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
+                gpp::mode_name (item.mode)), ("%s", error.c_str ()));
       discard_item (item);
       flow = GST_FLOW_ERROR;
     } else {
@@ -912,7 +928,8 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     item.batch_map = in;
   } else {
     if (in.size > gpp_pinned_allocator_capacity (st->input_allocator)) {
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
+      if (gst_gpu_packet_proc_settle_before_error (self))
+        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
               "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
               in.size, self->pool_size_mib), (NULL));
       gst_buffer_unmap (batch, &in);
@@ -938,7 +955,8 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
   if (results_size > gpp_pinned_allocator_capacity (st->results_allocator)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
+    if (gst_gpu_packet_proc_settle_before_error (self))
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
             "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
             "or lower batch-size.", item.count, results_size,
             kResultsPoolFactor * self->pool_size_mib), (NULL));
@@ -972,13 +990,19 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   std::string error;
   if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
           reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not start a batch in mode=%s.",
-            gpp::mode_name (mode)), ("%s", error.c_str ()));
     discard_item (item);
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->gpu_in_flight--;
-    st->outstanding--;
+    {
+      std::lock_guard<std::mutex> lock (st->lock);
+      st->gpu_in_flight--;
+      st->outstanding--;
+    }
     st->changed.notify_all ();
+    /* The batches before this one are pushed before the error is posted: an
+     * application stops the pipeline when it hears of it.  A failure the
+     * task has already posted (the same device loss) is not posted twice. */
+    if (gst_gpu_packet_proc_settle_before_error (self))
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not start a batch in mode=%s.",
+              gpp::mode_name (mode)), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
   guint in_flight;

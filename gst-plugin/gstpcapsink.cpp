@@ -16,6 +16,7 @@
  * ]|
  */
 #include "gstpcapsink.h"
+#include "pcap_linktype.h"
 #include "readyonly.h"
 
 #include <cerrno>
@@ -82,13 +83,6 @@ gst_pcap_sink_verdict_get_type (void)
   return type;
 }
 
-/* The batch format carries LINKTYPE values; libpcap's writer takes DLTs. */
-static int
-dlt_from_linktype (guint linktype)
-{
-  return linktype == GPP_LINKTYPE_RAW ? DLT_RAW : (int) linktype;
-}
-
 /* Opens the output for `linktype` (the first batch's). */
 static gboolean
 gst_pcap_sink_open (GstPcapSink * self, guint linktype)
@@ -98,7 +92,7 @@ gst_pcap_sink_open (GstPcapSink * self, guint linktype)
   location = g_strdup (self->location);
   GST_OBJECT_UNLOCK (self);
 
-  self->dead = pcap_open_dead_with_tstamp_precision (dlt_from_linktype (linktype),
+  self->dead = pcap_open_dead_with_tstamp_precision (gpp::dlt_from_linktype (linktype),
       WRITE_SNAPLEN, PCAP_TSTAMP_PRECISION_NANO);
   if (self->dead)
     self->dumper = pcap_dump_open (self->dead, location);

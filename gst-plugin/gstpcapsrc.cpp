@@ -32,6 +32,7 @@
  * ]|
  */
 #include "gstpcapsrc.h"
+#include "pcap_linktype.h"
 #include "readyonly.h"
 
 #include <poll.h>
@@ -165,16 +166,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 #define gst_pcap_src_parent_class parent_class
 G_DEFINE_TYPE (GstPcapSrc, gst_pcap_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (pcapsrc, "pcapsrc", GST_RANK_NONE, GST_TYPE_PCAP_SRC);
-
-/* libpcap reports DLT_ values; the batch format and caps carry LINKTYPE_
- * values, which differ only for raw IP (DLT_RAW is 12 or 14 by platform). */
-static guint
-linktype_from_dlt (int dlt)
-{
-  if (dlt == DLT_RAW)
-    return GPP_LINKTYPE_RAW;
-  return (guint) dlt;
-}
 
 static guint64
 monotonic_ns ()
@@ -380,7 +371,7 @@ gst_pcap_src_start (GstBaseSrc * base)
           gst_pcap_src_open_device (self, state.get (), device, filter)))
     return FALSE;
 
-  state->linktype = linktype_from_dlt (pcap_datalink (state->pcap));
+  state->linktype = gpp::linktype_of (state->pcap);
   GST_INFO_OBJECT (self, "opened %s, link type %u (%s)",
       device.empty ()? location.c_str () : device.c_str (), state->linktype,
       pcap_datalink_val_to_name (pcap_datalink (state->pcap)));

@@ -76,6 +76,7 @@
 #include <thread>
 #include <vector>
 
+#include "pcap_linktype.h"
 #include "batch_builder.h"
 #include "engine.h"
 
@@ -219,7 +220,7 @@ bool read_capture(const std::string &path, Capture &cap) {
   }
   // libpcap reports DLT_ values; batches carry LINKTYPE_ values, which differ
   // only for raw IP (as in pcapsrc and test_gpu_parity.cpp).
-  cap.linktype = pcap_datalink(p) == DLT_RAW ? GPP_LINKTYPE_RAW : pcap_datalink(p);
+  cap.linktype = gpp::linktype_of(p);
   pcap_pkthdr *h;
   const u_char *data;
   while (pcap_next_ex(p, &h, &data) == 1)

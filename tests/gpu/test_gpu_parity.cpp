@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "pcap_linktype.h"
 #include "acl_rules.h"
 #include "dpi_patterns.h"
 #include "batch_builder.h"
@@ -62,7 +63,7 @@ bool read_capture(const std::string &path, Capture &cap) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(), errbuf);
     return false;
   }
-  cap.linktype = pcap_datalink(p) == DLT_RAW ? GPP_LINKTYPE_RAW : pcap_datalink(p);
+  cap.linktype = gpp::linktype_of(p);
   pcap_pkthdr *h;
   const u_char *data;
   while (pcap_next_ex(p, &h, &data) == 1)

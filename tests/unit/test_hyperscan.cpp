@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "pcap_linktype.h"
 #include "dpi_patterns.h"
 #include "shared_data.h"
 #include "et_open_mz_case.h"
@@ -130,7 +131,7 @@ TEST(DpiHyperscan, EtOpenSetsAgreeOnEveryCapture) {
       char errbuf[PCAP_ERRBUF_SIZE];
       pcap_t *p = pcap_open_offline((dir + "/pcap/" + name).c_str(), errbuf);
       ASSERT_NE(p, nullptr) << errbuf;
-      const uint32_t linktype = pcap_datalink(p) == DLT_RAW ? GPP_LINKTYPE_RAW : pcap_datalink(p);
+      const uint32_t linktype = gpp::linktype_of(p);
       pcap_pkthdr *h;
       const u_char *bytes;
       while (pcap_next_ex(p, &h, &bytes) == 1) {
