@@ -12,10 +12,10 @@ demo_packages="build-essential pkg-config meson ninja-build python3
 # Tests and benchmarks: GoogleTest, tshark (the parsing oracle), tcpdump and
 # tcpreplay, iproute2 and procps (sysctl) for the live tests' namespaces,
 # PyGObject for the Python example, DPDK and Hyperscan (the CPU peers),
-# matplotlib (the plots).
+# matplotlib (the plots), clang and its libFuzzer runtime (the fuzz harnesses).
 test_packages="libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2 procps
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
-  python3-matplotlib"
+  python3-matplotlib clang libclang-rt-14-dev"
 packages=$demo_packages
 if [ "${1:-}" != "--demo" ]; then
   packages="$packages $test_packages"
