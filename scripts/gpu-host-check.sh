@@ -7,6 +7,8 @@
 # PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
 # on every core, then gpupacket-bench's stress and realistic grids), or the
 # bench's pieces: peers, bench-stress, bench-realistic; default: all of them.
+# soak (not in the default): gpupacket-soak in mode=persistent with the ACL
+# and DPI stages on, SOAK_MINUTES (3) long, its report in $OUT/soak.md.
 # On the lent host one command may run 10 minutes: run suite and bench apart.
 # Logs go to $OUT/logs/NAME.log, the benchmark reports to $OUT/stress and
 # $OUT/realistic, the peers' figures to $OUT/peers.csv.
@@ -92,5 +94,10 @@ fi
 if want bench-realistic; then
   TAIL=${BENCH_TAIL:-60} run bench-realistic build/bench/gpupacket-bench --grid realistic "${peers[@]}" \
     ${BENCH_ARGS:-} --out "$OUT/realistic"
+fi
+if want soak; then
+  TAIL=30 run soak build/bench/gpupacket-soak --minutes "${SOAK_MINUTES:-3}" --interval 10 \
+    --mode persistent --acl-rules ../shared/data/acl/classbench_fw1_10k.rules \
+    --dpi-patterns ../shared/data/dpi/et_open_emerging-scan.rules --report "$OUT/soak.md"
 fi
 exit $status
