@@ -525,7 +525,8 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut 
   std::vector<gppbench::Cell> cells;
   for (const gppbench::Cell &c : gppbench::stress_cells())
     if (c.workload->acl && c.workload->dpi) cells.push_back(c);
-  for (const gppbench::Cell &c : gppbench::realistic_cells()) cells.push_back(c);
+  for (const gppbench::Cell &c : gppbench::realistic_cells())
+    if (c.workload->acl || c.workload->dpi) cells.push_back(c); // parse+rss has no peer
 
   const unsigned n = pool.size();
   std::printf("\nThe bench's cells on their own frames, Mpps on 1 / %u cores (scaling); pipeline = "

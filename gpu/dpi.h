@@ -10,6 +10,15 @@
 // all counted.  A transition's top bit says whether its target state has
 // output, so the common byte costs one table load; transitions are 16 bits
 // wide when the automaton has under 32768 states (half the cache footprint).
+//
+// The automata hold at most the first kDpiPrefixBytes bytes of a pattern: a
+// longer pattern is a candidate of the state its prefix ends in, and is
+// verified byte by byte against the payload there.  That bounds how far a
+// match reaches back from where the automaton reports it, so a payload can be
+// cut into chunks walked independently (GPU threads share one payload,
+// dpi_block.cuh): a chunk's walk starts kDpiPrefixBytes - 1 bytes early and
+// counts only the matches that end (as the automaton sees them) inside it.
+// It also caps the automata's depth (fewer states than whole long patterns).
 // The set is one flat blob of offsets, copied to the device once.
 #pragma once
 
@@ -27,15 +36,33 @@ namespace gpp {
 
 constexpr uint32_t kDpiBlobMagic = 0x49504450; // "PDPI"
 constexpr int kDpiAutomata = 2;                // 0: case-sensitive, 1: nocase
+// Longest prefix of a pattern the automata hold; longer patterns are verified.
+constexpr uint32_t kDpiPrefixBytes = 32;
 
 struct DpiAutomaton {
   uint32_t states;           // 0 = no patterns of this kind
   uint32_t classes;          // byte classes: row width of the transition table
   uint32_t next_offset;      // uint16_t or uint32_t[states * classes]: next state | output flag
-  uint32_t out_count_offset; // uint32_t[states]: patterns ending in this state
+  uint32_t out_count_offset; // uint32_t[states]: patterns of at most kDpiPrefixBytes ending here
   uint32_t out_min_offset;   // int32_t[states]: smallest of them, -1 if none
+  uint32_t candidates_offset; // DpiCandidates[states]: longer patterns whose prefix ends here
   uint32_t entry_bytes;      // 2 or 4: width of a transition
+  uint32_t reserved;
   uint8_t byte_class[256];   // payload byte -> class
+};
+
+// A state's longer patterns: long_ids[first .. first + count) (DpiBlobHeader).
+struct DpiCandidates {
+  uint32_t first, count;
+};
+
+// A pattern longer than kDpiPrefixBytes: its bytes after the prefix, at
+// tail_offset in the blob (lower-cased for nocase), to compare in place.
+struct DpiLongPattern {
+  int32_t id;
+  uint32_t length;      // whole pattern
+  uint32_t tail_offset; // bytes [kDpiPrefixBytes, length) of the pattern
+  uint32_t nocase;
 };
 
 constexpr uint32_t kDpiMaxStates16 = 1u << 15; // below this, 16-bit transitions
@@ -46,33 +73,80 @@ struct DpiBlobHeader {
   uint32_t pattern_count;
   uint32_t max_pattern_length; // bytes of the longest pattern
   uint64_t generation; // unique per built set: engines upload each once
+  uint32_t depth;      // longest prefix in the automata: min(max_pattern_length, kDpiPrefixBytes)
+  uint32_t long_count;
+  uint32_t long_offset;    // DpiLongPattern[long_count]
+  uint32_t long_ids_offset; // uint32_t[]: indices into the long patterns, per state
   DpiAutomaton automata[kDpiAutomata];
 };
+
+// Whether the longer pattern `lp`, whose prefix the automaton saw end at
+// payload[end], occurs there whole.
+GPP_DPI_HD inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
+                                  const uint8_t *payload, uint32_t len, uint32_t end) {
+  const uint32_t start = end + 1 - kDpiPrefixBytes;
+  if (lp.length > len - start) return false;
+  const uint8_t *tail = blob + lp.tail_offset;
+  const uint8_t *at = payload + start + kDpiPrefixBytes;
+  for (uint32_t i = 0; i < lp.length - kDpiPrefixBytes; ++i) {
+    uint8_t c = at[i];
+    if (lp.nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
+    if (c != tail[i]) return false;
+  }
+  return true;
+}
+
+// Adds a count of matches to a saturating hit counter.
+GPP_DPI_HD inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
+  const uint32_t room = 0xffffffffu - hits;
+  hits += n < room ? n : room;
+}
 
 // One automaton's walk over a payload.
 template <typename Entry> struct DpiWalker {
   static constexpr Entry kOutput = static_cast<Entry>(Entry(1) << (8 * sizeof(Entry) - 1));
+  const uint8_t *blob;
   const Entry *next;
   const uint32_t *count;
   const int32_t *min_id;
+  const DpiCandidates *candidates;
+  const uint32_t *long_ids;
+  const DpiLongPattern *longs;
   const uint8_t *byte_class;
   uint32_t classes;
   uint32_t s = 0;
 
-  GPP_DPI_HD DpiWalker(const uint8_t *blob, const DpiAutomaton &am)
-      : next(reinterpret_cast<const Entry *>(blob + am.next_offset)),
-        count(reinterpret_cast<const uint32_t *>(blob + am.out_count_offset)),
-        min_id(reinterpret_cast<const int32_t *>(blob + am.out_min_offset)),
+  GPP_DPI_HD DpiWalker(const uint8_t *b, const DpiAutomaton &am)
+      : blob(b), next(reinterpret_cast<const Entry *>(b + am.next_offset)),
+        count(reinterpret_cast<const uint32_t *>(b + am.out_count_offset)),
+        min_id(reinterpret_cast<const int32_t *>(b + am.out_min_offset)),
+        candidates(reinterpret_cast<const DpiCandidates *>(b + am.candidates_offset)),
+        long_ids(reinterpret_cast<const uint32_t *>(
+            b + reinterpret_cast<const DpiBlobHeader *>(b)->long_ids_offset)),
+        longs(reinterpret_cast<const DpiLongPattern *>(
+            b + reinterpret_cast<const DpiBlobHeader *>(b)->long_offset)),
         byte_class(am.byte_class), classes(am.classes) {}
 
-  // Advances over one byte; matches ending here are counted when `counting`.
-  GPP_DPI_HD void step(uint8_t byte, bool counting, uint32_t &hits, int32_t &best) {
-    const Entry e = next[s * classes + byte_class[byte]];
+  // Advances over payload[pos]; matches the automaton reports there are
+  // counted when `counting`.
+  GPP_DPI_HD void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
+                       uint32_t &hits, int32_t &best) {
+    const Entry e = next[s * classes + byte_class[payload[pos]]];
     s = e & static_cast<Entry>(~kOutput);
     if ((e & kOutput) && counting) {
-      const uint32_t room = 0xffffffffu - hits;
-      hits += count[s] < room ? count[s] : room; // saturates
-      if (best < 0 || min_id[s] < best) best = min_id[s];
+      const uint32_t n = count[s];
+      if (n) {
+        dpi_add_hits(hits, n);
+        if (best < 0 || min_id[s] < best) best = min_id[s];
+      }
+      const DpiCandidates c = candidates[s];
+      for (uint32_t k = 0; k < c.count; ++k) {
+        const DpiLongPattern &lp = longs[long_ids[c.first + k]];
+        if (dpi_verify(blob, lp, payload, len, pos)) {
+          dpi_add_hits(hits, 1);
+          if (best < 0 || lp.id < best) best = lp.id;
+        }
+      }
     }
   }
 };
@@ -80,33 +154,40 @@ template <typename Entry> struct DpiWalker {
 // Stands in for an automaton without patterns.
 struct DpiIdle {
   GPP_DPI_HD DpiIdle(const uint8_t *, const DpiAutomaton &) {}
-  GPP_DPI_HD void step(uint8_t, bool, uint32_t &, int32_t &) {}
+  GPP_DPI_HD void step(const uint8_t *, uint32_t, uint32_t, bool, uint32_t &, int32_t &) {}
 };
 
-// Runs both automata over the payload as two halves at once: four
-// independent chains of table loads overlap instead of queueing one after
-// the other.  The second half starts max_pattern_length - 1 bytes early, from
-// the root, and counts only matches ending in its half: every such match
-// starts inside its window, and the automaton reports every match that starts
-// at or after where it began.  Short payloads run as one half.
+// Runs both automata over payload[from, to) of a `len`-byte payload as two
+// halves at once: four independent chains of table loads overlap instead of
+// queueing one after the other.  Each half's walk starts depth - 1 bytes
+// before it, from the root, and counts only matches the automaton reports
+// inside the half: every such match starts inside that window, and the
+// automaton reports every match that starts at or after where it began.  A
+// short range runs as one half.  Matches are counted where the automaton
+// reports them, so any cut of a payload into ranges counts each once.
 template <typename W0, typename W1>
 GPP_DPI_HD inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
-                               uint32_t len, uint32_t &hits, int32_t &best) {
+                               uint32_t len, uint32_t from, uint32_t to, uint32_t &hits,
+                               int32_t &best) {
   W0 a(blob, h->automata[0]), c(blob, h->automata[0]);
   W1 b(blob, h->automata[1]), d(blob, h->automata[1]);
-  const uint32_t lead = h->max_pattern_length ? h->max_pattern_length - 1 : 0;
-  const uint32_t mid = len >= 4 * lead + 64 ? len / 2 : len; // a split worth its overlap
-  const uint32_t start2 = mid - lead;                        // the second half's window
-  const uint32_t steps = mid < len ? len - start2 : mid;     // >= mid
+  const uint32_t lead = h->depth ? h->depth - 1 : 0;
+  const uint32_t span = to - from;
+  const uint32_t mid = span >= 4 * lead + 64 ? from + span / 2 : to; // a split worth its overlap
+  const uint32_t start1 = from > lead ? from - lead : 0;
+  const uint32_t start2 = mid - lead; // mid >= lead when split
+  const uint32_t steps1 = mid - start1, steps2 = mid < to ? to - start2 : 0;
+  const uint32_t steps = steps1 > steps2 ? steps1 : steps2;
   for (uint32_t k = 0; k < steps; ++k) {
-    if (k < mid) {
-      a.step(payload[k], true, hits, best);
-      b.step(payload[k], true, hits, best);
+    if (k < steps1) {
+      const uint32_t i = start1 + k;
+      a.step(payload, len, i, i >= from, hits, best);
+      b.step(payload, len, i, i >= from, hits, best);
     }
-    if (mid < len) {
+    if (k < steps2) {
       const uint32_t i = start2 + k;
-      c.step(payload[i], i >= mid, hits, best);
-      d.step(payload[i], i >= mid, hits, best);
+      c.step(payload, len, i, i >= mid, hits, best);
+      d.step(payload, len, i, i >= mid, hits, best);
     }
   }
 }
@@ -114,12 +195,26 @@ GPP_DPI_HD inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, cons
 // Picks the walker of automaton 1 (none, 16- or 32-bit transitions).
 template <typename W0>
 GPP_DPI_HD inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
-                                    const uint8_t *payload, uint32_t len, uint32_t &hits,
-                                    int32_t &best) {
+                                    const uint8_t *payload, uint32_t len, uint32_t from,
+                                    uint32_t to, uint32_t &hits, int32_t &best) {
   const DpiAutomaton &am = h->automata[1];
-  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, hits, best);
-  else if (am.entry_bytes == 2) dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, hits, best);
-  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, hits, best);
+  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, from, to, hits, best);
+  else if (am.entry_bytes == 2)
+    dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
+  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
+}
+
+// The matches the automata report in payload[from, to) of a `len`-byte
+// payload: added to `hits` (saturating), the smallest pattern id into `best`.
+GPP_DPI_HD inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
+                                      uint32_t from, uint32_t to, uint32_t &hits, int32_t &best) {
+  const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
+  static_assert(kDpiAutomata == 2, "dpi_run walks two automata");
+  const DpiAutomaton &am = h->automata[0];
+  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, from, to, hits, best);
+  else if (am.entry_bytes == 2)
+    dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
+  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
 }
 
 // Scans `len` payload bytes; fills dpi_pattern (-1 when nothing matched) and
@@ -127,14 +222,9 @@ GPP_DPI_HD inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
 // saturating at 2^32 - 1).
 GPP_DPI_HD inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uint32_t len,
                                 GppResult &r) {
-  const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
-  static_assert(kDpiAutomata == 2, "dpi_run walks two automata");
   int32_t best = -1;
   uint32_t hits = 0;
-  const DpiAutomaton &am = h->automata[0];
-  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, hits, best);
-  else if (am.entry_bytes == 2) dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, hits, best);
-  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, hits, best);
+  dpi_scan_range(blob, payload, len, 0, len, hits, best);
   r.dpi_pattern = best;
   r.dpi_hits = hits;
 }

@@ -239,15 +239,19 @@ void select_patterns(const std::vector<RuleContent> &contents, DpiSelect select,
   patterns->back().bytes = chosen->pattern.bytes.substr(chosen->fast_offset, chosen->fast_length);
 }
 
-// One automaton over the patterns of one kind; returns the state count.
+// One automaton over the patterns of one kind (dpi.h): their first
+// kDpiPrefixBytes bytes; patterns longer than that are candidates of the
+// state their prefix ends in (indices into the blob's long patterns).
 struct Automaton {
   std::vector<std::array<uint32_t, 256>> next;
   std::vector<uint32_t> count;
   std::vector<int32_t> min_id;
+  std::vector<std::pair<uint32_t, uint32_t>> candidates; // (state, long pattern), by state
 };
 
-bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Automaton *am,
-                     std::string *why) {
+// `long_index[id]`: the pattern's place among the long patterns (if long).
+bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
+                     const std::vector<uint32_t> &long_index, Automaton *am, std::string *why) {
   constexpr uint32_t kNone = 0xffffffffu;
   std::vector<std::array<uint32_t, 256>> go(1);
   go[0].fill(kNone);
@@ -258,7 +262,8 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
     if (patterns[id].nocase != nocase) continue;
     any = true;
     uint32_t s = 0;
-    for (unsigned char c : patterns[id].bytes) {
+    const std::string &bytes = patterns[id].bytes;
+    for (unsigned char c : bytes.substr(0, kDpiPrefixBytes)) {
       if (nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A')); // as dpi_scan
       if (go[s][c] == kNone) {
         if (go.size() == kMaxDpiStates) {
@@ -276,9 +281,17 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
       }
       s = go[s][c];
     }
+    if (bytes.size() > kDpiPrefixBytes) {
+      am->candidates.emplace_back(s, long_index[id]);
+      continue;
+    }
     count[s]++;
     if (min_id[s] < 0 || static_cast<int32_t>(id) < min_id[s]) min_id[s] = static_cast<int32_t>(id);
   }
+  // Candidates sit only at depth kDpiPrefixBytes, so no dictionary-suffix
+  // state of another state has any: they need no propagation below.
+  std::stable_sort(am->candidates.begin(), am->candidates.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
   if (!any) return true; // leave am empty: no automaton of this kind
   // Breadth-first: failure links, then the full transition table.
   std::vector<uint32_t> fail(go.size(), 0);
@@ -332,17 +345,34 @@ uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint
 }
 
 bool build_blob(DpiPatternSet &set, std::string *why) {
+  // The patterns longer than the automata's prefixes, in id order.
+  std::vector<uint32_t> long_index(set.patterns.size(), 0);
+  std::vector<uint32_t> long_ids; // long pattern -> pattern id
+  for (size_t id = 0; id < set.patterns.size(); ++id)
+    if (set.patterns[id].bytes.size() > kDpiPrefixBytes) {
+      long_index[id] = static_cast<uint32_t>(long_ids.size());
+      long_ids.push_back(static_cast<uint32_t>(id));
+    }
   Automaton am[kDpiAutomata];
   for (int a = 0; a < kDpiAutomata; ++a)
-    if (!build_automaton(set.patterns, a == 1, &am[a], why)) return false;
+    if (!build_automaton(set.patterns, a == 1, long_index, &am[a], why)) return false;
   DpiBlobHeader h{};
   h.magic = kDpiBlobMagic;
   h.pattern_count = static_cast<uint32_t>(set.patterns.size());
   for (const DpiPattern &p : set.patterns)
     h.max_pattern_length = std::max<uint32_t>(h.max_pattern_length,
                                               static_cast<uint32_t>(p.bytes.size()));
+  h.depth = std::min(h.max_pattern_length, kDpiPrefixBytes);
   h.generation = next_generation++;
   size_t offset = align16(sizeof h);
+  h.long_count = static_cast<uint32_t>(long_ids.size());
+  h.long_offset = static_cast<uint32_t>(offset);
+  offset = align16(offset + long_ids.size() * sizeof(DpiLongPattern));
+  h.long_ids_offset = static_cast<uint32_t>(offset);
+  offset = align16(offset + (am[0].candidates.size() + am[1].candidates.size()) * sizeof(uint32_t));
+  const size_t tails_offset = offset;
+  for (uint32_t id : long_ids) offset += set.patterns[id].bytes.size() - kDpiPrefixBytes;
+  offset = align16(offset);
   for (int a = 0; a < kDpiAutomata; ++a) {
     const size_t states = am[a].next.size();
     DpiAutomaton &d = h.automata[a];
@@ -355,6 +385,8 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     offset = align16(offset + states * sizeof(uint32_t));
     d.out_min_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(int32_t));
+    d.candidates_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(DpiCandidates));
   }
   if (offset > 0xffffffffu) {
     *why = "the automata exceed 4 GiB";
@@ -363,6 +395,31 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   h.total_size = static_cast<uint32_t>(offset);
   set.blob.assign(offset, 0);
   std::memcpy(set.blob.data(), &h, sizeof h);
+  // The long patterns and their tails (lower-cased for nocase, as compared).
+  size_t tail = tails_offset;
+  for (size_t k = 0; k < long_ids.size(); ++k) {
+    const DpiPattern &p = set.patterns[long_ids[k]];
+    const DpiLongPattern lp{static_cast<int32_t>(long_ids[k]), static_cast<uint32_t>(p.bytes.size()),
+                            static_cast<uint32_t>(tail), p.nocase ? 1u : 0u};
+    std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
+    for (size_t i = kDpiPrefixBytes; i < p.bytes.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(p.bytes[i]);
+      if (p.nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A'));
+      set.blob[tail++] = c;
+    }
+  }
+  // Each automaton's candidate lists, one run of long_ids per state.
+  uint32_t next_long_id = 0;
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    const DpiAutomaton &d = h.automata[a];
+    auto *cands = reinterpret_cast<DpiCandidates *>(set.blob.data() + d.candidates_offset);
+    auto *ids = reinterpret_cast<uint32_t *>(set.blob.data() + h.long_ids_offset);
+    for (const auto &[state, long_pattern] : am[a].candidates) {
+      if (cands[state].count == 0) cands[state].first = next_long_id;
+      cands[state].count++;
+      ids[next_long_id++] = long_pattern;
+    }
+  }
   for (int a = 0; a < kDpiAutomata; ++a) {
     const DpiAutomaton &d = h.automata[a];
     if (!d.states) continue;
@@ -374,7 +431,9 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
       for (int c = 0; c < 256; ++c) {
         if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
         const uint32_t to = am[a].next[s][c];
-        const uint32_t entry = to | (am[a].count[to] ? output_flag : 0);
+        const auto *cands =
+            reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
+        const uint32_t entry = to | (am[a].count[to] || cands[to].count ? output_flag : 0);
         const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
         if (d.entry_bytes == 2) {
           const uint16_t e16 = static_cast<uint16_t>(entry);

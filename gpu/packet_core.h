@@ -691,10 +691,11 @@ GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, 
 
 } // namespace detail
 
-// Who runs the ACL stage of a packet: process_packet() itself, or (GPU
-// kernels) the whole block afterwards, with acl_apply_block() (acl_block.cuh),
-// which gives the same fields.
-enum class AclStage { kInline, kDeferred };
+// Who runs the classification stages (ACL, DPI) of a packet:
+// process_packet() itself, or (GPU kernels) the whole block afterwards, with
+// acl_apply_block() (acl_block.cuh) and dpi_apply_block() (dpi_block.cuh),
+// which give the same fields.
+enum class ClassifyStages { kInline, kDeferred };
 
 // Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
 // `rss_table`, when given, is RssTable of cfg.rss_key (same hashes, faster).
@@ -702,7 +703,7 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
                                            uint32_t wirelen, uint32_t linktype,
                                            uint64_t packet_number, uint64_t timestamp_ns,
                                            const CoreConfig &cfg, GppResult &r,
-                                           AclStage acl_stage = AclStage::kInline,
+                                           ClassifyStages stages = ClassifyStages::kInline,
                                            const detail::RssTable *rss_table = nullptr) {
   // Value-initialised, not zeroed through another type: kernels keep the
   // record in registers, where a type-punned clear is invisible to the
@@ -723,10 +724,12 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
     r.rss_hash = detail::rss_hash(cfg, r, [&cfg](int offset, uint32_t word) {
       return detail::toeplitz_word(cfg.rss_key, offset, word);
     });
-  if (cfg.acl && acl_stage == AclStage::kInline) acl_apply(cfg.acl, cfg.acl_default_action, r);
+  const bool inline_stages = stages == ClassifyStages::kInline;
+  if (cfg.acl && inline_stages) acl_apply(cfg.acl, cfg.acl_default_action, r);
   if (cfg.dpi) {
     r.dpi_scanned = 1;
-    if (r.payload_length > 0) dpi_scan(cfg.dpi, bytes + r.payload_offset, r.payload_length, r);
+    if (r.payload_length > 0 && inline_stages)
+      dpi_scan(cfg.dpi, bytes + r.payload_offset, r.payload_length, r);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gpupacket/packet-batch.h>
 
 #include "acl_block.cuh"
+#include "dpi_block.cuh"
 
 namespace gpp {
 namespace {
@@ -16,8 +17,17 @@ constexpr int kThreadsPerBlock = 128;
 // fell from 91 to 35 Mpps at 16384 packets with one parsing warp a block).
 constexpr int kAclPacketsPerBlock = 32;
 
+// With DPI a block's threads share its packets' payloads (dpi_block.cuh), so
+// a block takes just enough packets that a batch spreads over ~128 blocks:
+// one packet a block up to 128 packets (each 1500-byte payload walked by
+// dozens of threads), 32 at 4096.
+__host__ __device__ __forceinline__ uint32_t dpi_packets_per_block(uint32_t packet_count) {
+  const uint32_t per = (packet_count + 127) / 128;
+  return per < 1 ? 1 : per > kThreadsPerBlock ? kThreadsPerBlock : per;
+}
+
 __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
-                                            GppResult &out, AclStage acl_stage) {
+                                            GppResult &out, ClassifyStages stages) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
   const GppPacketDesc d = descs[i];
@@ -25,27 +35,39 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
   // store it once, rather than read-modify-write memory at every step.
   GppResult r;
   process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
-                 d.timestamp_ns, cfg, r, acl_stage);
+                 d.timestamp_ns, cfg, r, stages);
   out = r;
 }
 
-__host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg) {
-  return cfg.acl && !cfg.dpi ? kAclPacketsPerBlock : kThreadsPerBlock;
+__host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg,
+                                                                uint32_t packet_count) {
+  if (cfg.dpi) return dpi_packets_per_block(packet_count);
+  return cfg.acl ? kAclPacketsPerBlock : kThreadsPerBlock;
 }
 
-// Records are built in shared memory, get the block-wide ACL stage, and leave
-// in 16-byte stores (over PCIe in zero-copy mode: full-line writes instead of
-// field-sized ones).
+// Records are built in shared memory, get the block-wide ACL and DPI stages,
+// and leave in 16-byte stores (over PCIe in zero-copy mode: full-line writes
+// instead of field-sized ones).
 __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint32_t packet_count,
                                                      const CoreConfig &cfg, GppResult *results) {
   __shared__ GppResult records[kThreadsPerBlock];
   __shared__ uint32_t acl_best[kThreadsPerBlock];
-  const uint32_t first = blockIdx.x * packets_per_block(cfg);
-  const uint32_t n = min(packets_per_block(cfg), packet_count - first);
+  __shared__ DpiBlockScratch<kThreadsPerBlock> dpi_scratch;
+  const uint32_t per_block = packets_per_block(cfg, packet_count);
+  const uint32_t first = blockIdx.x * per_block;
+  const uint32_t n = min(per_block, packet_count - first);
   if (threadIdx.x < n)
-    process_one(batch, first + threadIdx.x, cfg, records[threadIdx.x], AclStage::kDeferred);
+    process_one(batch, first + threadIdx.x, cfg, records[threadIdx.x], ClassifyStages::kDeferred);
   __syncthreads();
   if (cfg.acl) acl_apply_block(cfg.acl, cfg.acl_default_action, records, n, acl_best);
+  if (cfg.dpi) {
+    const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
+    dpi_apply_block(cfg.dpi, records, n,
+                    [&](uint32_t p) {
+                      return batch + descs[first + p].offset + records[p].payload_offset;
+                    },
+                    dpi_scratch);
+  }
   const uint32_t words = n * sizeof(GppResult) / sizeof(uint4);
   const auto *src = reinterpret_cast<const uint4 *>(records);
   auto *dst = reinterpret_cast<uint4 *>(results + first);
@@ -57,12 +79,12 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
 // shared by the block.
 __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
                                      CoreConfig cfg, GppResult *results) {
-  if (cfg.acl) {
+  if (cfg.acl || cfg.dpi) {
     process_block_staged(batch, packet_count, cfg, results);
     return;
   }
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < packet_count) process_one(batch, i, cfg, results[i], AclStage::kInline);
+  if (i < packet_count) process_one(batch, i, cfg, results[i], ClassifyStages::kInline);
 }
 
 // Zero-copy: the batch and the results are in mapped host memory.
@@ -72,7 +94,8 @@ __global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t pac
 }
 
 unsigned blocks_for(uint32_t packet_count, const CoreConfig &cfg) {
-  return (packet_count + packets_per_block(cfg) - 1) / packets_per_block(cfg);
+  const uint32_t per_block = packets_per_block(cfg, packet_count);
+  return (packet_count + per_block - 1) / per_block;
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <gpupacket/packet-batch.h>
 
 #include "acl_block.cuh"
+#include "dpi_block.cuh"
 
 namespace gpp {
 namespace {
@@ -176,6 +177,7 @@ __global__ void __launch_bounds__(kPersistentThreads)
   __shared__ GppPacketDesc descs[kPersistentThreads];
   __shared__ GppResult records[kPersistentThreads];
   __shared__ uint32_t acl_best[kPersistentThreads];
+  __shared__ DpiBlockScratch<kPersistentThreads> dpi_scratch;
   __shared__ unsigned span_lo, span_hi;
   __shared__ unsigned long long job_start_ns; // block 0: when it saw the job
   extern __shared__ uint4 dynamic_shared[]; // kDynamicSharedBytes: stage, then the RSS table
@@ -199,8 +201,12 @@ __global__ void __launch_bounds__(kPersistentThreads)
     const bool fits = job.head.batch_size <= launch.batch_capacity;
     const uint32_t count = fits ? job.head.packet_count : 0;
     // Packets per chunk: with an ACL fewer than threads, so the ACL probes of
-    // a small batch spread over several blocks (packet_kernels.h).
-    const uint32_t P = launch.cfg.acl ? launch.acl_chunk_packets : T;
+    // a small batch spread over several blocks (packet_kernels.h); with DPI
+    // just enough that the batch spreads over every block, whose threads
+    // then share the payloads (dpi_block.cuh).
+    const uint32_t P = launch.cfg.dpi ? min(T, max(1u, (count + gridDim.x - 1) / gridDim.x))
+                       : launch.cfg.acl ? launch.acl_chunk_packets
+                                        : T;
     const uint32_t chunks = (count + P - 1) / P;
     const bool fanned_out = chunks > 1;
     if (blockIdx.x == 0 && tid == 0 && fanned_out) {
@@ -260,13 +266,19 @@ __global__ void __launch_bounds__(kPersistentThreads)
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
         process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
-                       d.packet_number, d.timestamp_ns, launch.cfg, r, AclStage::kDeferred,
+                       d.packet_number, d.timestamp_ns, launch.cfg, r, ClassifyStages::kDeferred,
                        rss_table);
         records[tid] = r;
       }
       __syncthreads();
       if (launch.cfg.acl)
         acl_apply_block(launch.cfg.acl, launch.cfg.acl_default_action, records, n, acl_best);
+      if (launch.cfg.dpi)
+        dpi_apply_block(launch.cfg.dpi, records, n,
+                        [&](uint32_t p) {
+                          return stage_base + (descs[p].offset - stage_lo) + records[p].payload_offset;
+                        },
+                        dpi_scratch);
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
       const unsigned words = n * sizeof(GppResult) / sizeof(uint4);
       const auto *rsrc = reinterpret_cast<const uint4 *>(records);

@@ -73,7 +73,7 @@ GppResult parse(const uint8_t *frame, uint32_t caplen, uint32_t wirelen, uint32_
   if (caplen) std::memcpy(copy.get(), frame, caplen);
   GppResult r;
   gpp::process_packet(copy.get(), caplen, wirelen, linktype, 7, 1700000000000000000ull, cfg, r,
-                      gpp::AclStage::kInline, table);
+                      gpp::ClassifyStages::kInline, table);
   return r;
 }
 
