@@ -37,7 +37,7 @@ namespace gpp {
 constexpr uint32_t kDpiBlobMagic = 0x49504450; // "PDPI"
 constexpr int kDpiAutomata = 2;                // 0: case-sensitive, 1: nocase
 // Longest prefix of a pattern the automata hold; longer patterns are verified.
-constexpr uint32_t kDpiPrefixBytes = 32;
+constexpr uint32_t kDpiPrefixBytes = 16;
 
 struct DpiAutomaton {
   uint32_t states;           // 0 = no patterns of this kind

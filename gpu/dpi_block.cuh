@@ -1,7 +1,7 @@
 // The DPI stage run by a whole thread block over records it holds in shared
 // memory.  One thread walking a payload byte by byte waits for one dependent
 // table load per byte (a 1500-byte payload took ~300 us on the H200 with the
-// ET Open 2024 set); here the block cuts its packets' payloads into chunks,
+// ET Open 2024 fast patterns); here the block cuts its packets' payloads into chunks,
 // as many as it has threads when the payloads are short and never shorter
 // than kDpiMinChunk bytes, and each thread walks its chunks from
 // kDpiPrefixBytes - 1 bytes before them (dpi.h), so one payload is shared by
@@ -13,7 +13,7 @@
 
 namespace gpp {
 
-constexpr uint32_t kDpiMinChunk = 32;
+constexpr uint32_t kDpiMinChunk = 16;
 
 template <uint32_t kMaxPackets> struct DpiBlockScratch {
   unsigned long long hits[kMaxPackets];

@@ -247,6 +247,9 @@ struct Automaton {
   std::vector<uint32_t> count;
   std::vector<int32_t> min_id;
   std::vector<std::pair<uint32_t, uint32_t>> candidates; // (state, long pattern), by state
+  // next, count and min_id are in build order; the blob numbers states
+  // breadth-first: its state i is build state order[i], build state s is renumber[s].
+  std::vector<uint32_t> order, renumber;
 };
 
 // `long_index[id]`: the pattern's place among the long patterns (if long).
@@ -290,8 +293,6 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
   }
   // Candidates sit only at depth kDpiPrefixBytes, so no dictionary-suffix
   // state of another state has any: they need no propagation below.
-  std::stable_sort(am->candidates.begin(), am->candidates.end(),
-                   [](const auto &a, const auto &b) { return a.first < b.first; });
   if (!any) return true; // leave am empty: no automaton of this kind
   // Breadth-first: failure links, then the full transition table.
   std::vector<uint32_t> fail(go.size(), 0);
@@ -304,9 +305,13 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
       queue.push_back(go[0][c]);
     }
   }
+  // Breadth-first order, root first: states are renumbered in it below.
+  std::vector<uint32_t> order{0};
+  order.reserve(go.size());
   while (!queue.empty()) {
     const uint32_t s = queue.front();
     queue.pop_front();
+    order.push_back(s);
     const uint32_t f = fail[s];
     count[s] += count[f];
     if (min_id[f] >= 0 && (min_id[s] < 0 || min_id[f] < min_id[s])) min_id[s] = min_id[f];
@@ -320,6 +325,16 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
       }
     }
   }
+  // Renumbered breadth-first (build_blob writes state `i` from order[i]):
+  // the shallow states, where nearly every walk spends nearly every step,
+  // then share a few megabytes of table at its start (cache lines and TLB
+  // entries) instead of lying scattered over it.
+  am->renumber.resize(go.size());
+  for (uint32_t i = 0; i < order.size(); ++i) am->renumber[order[i]] = i;
+  for (auto &candidate : am->candidates) candidate.first = am->renumber[candidate.first];
+  std::stable_sort(am->candidates.begin(), am->candidates.end(),
+                   [](const auto &a, const auto &b) { return a.first < b.first; });
+  am->order = std::move(order);
   am->next = std::move(go);
   am->count = std::move(count);
   am->min_id = std::move(min_id);
@@ -430,10 +445,11 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     for (uint32_t s = 0; s < d.states; ++s)
       for (int c = 0; c < 256; ++c) {
         if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
-        const uint32_t to = am[a].next[s][c];
+        const uint32_t to = am[a].renumber[am[a].next[am[a].order[s]][c]];
         const auto *cands =
             reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
-        const uint32_t entry = to | (am[a].count[to] || cands[to].count ? output_flag : 0);
+        const uint32_t entry =
+            to | (am[a].count[am[a].order[to]] || cands[to].count ? output_flag : 0);
         const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
         if (d.entry_bytes == 2) {
           const uint16_t e16 = static_cast<uint16_t>(entry);
@@ -442,10 +458,12 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
           std::memcpy(table + 4 * at, &entry, 4);
         }
       }
-    std::memcpy(set.blob.data() + d.out_count_offset, am[a].count.data(),
-                d.states * sizeof(uint32_t));
-    std::memcpy(set.blob.data() + d.out_min_offset, am[a].min_id.data(),
-                d.states * sizeof(int32_t));
+    auto *count = reinterpret_cast<uint32_t *>(set.blob.data() + d.out_count_offset);
+    auto *min_id = reinterpret_cast<int32_t *>(set.blob.data() + d.out_min_offset);
+    for (uint32_t s = 0; s < d.states; ++s) {
+      count[s] = am[a].count[am[a].order[s]];
+      min_id[s] = am[a].min_id[am[a].order[s]];
+    }
   }
   return true;
 }

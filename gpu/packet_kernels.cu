@@ -18,11 +18,11 @@ constexpr int kThreadsPerBlock = 128;
 constexpr int kAclPacketsPerBlock = 32;
 
 // With DPI a block's threads share its packets' payloads (dpi_block.cuh), so
-// a block takes just enough packets that a batch spreads over ~128 blocks:
-// one packet a block up to 128 packets (each 1500-byte payload walked by
-// dozens of threads), 32 at 4096.
+// a block takes just enough packets that a batch spreads over ~1024 blocks,
+// enough chains of table loads in flight to fill the GPU: one packet a block
+// up to 1024 packets (a 1500-byte payload walked by ~90 threads), 4 at 4096.
 __host__ __device__ __forceinline__ uint32_t dpi_packets_per_block(uint32_t packet_count) {
-  const uint32_t per = (packet_count + 127) / 128;
+  const uint32_t per = (packet_count + 1023) / 1024;
   return per < 1 ? 1 : per > kThreadsPerBlock ? kThreadsPerBlock : per;
 }
 

@@ -126,7 +126,7 @@ TEST(RuleText, TheDpiStateLimitNamesItsLine) {
   std::mt19937 rng(7);
   std::vector<std::string> lines;
   std::string text;
-  for (int line = 0; line < 12000; ++line) {
+  for (int line = 0; line < 40000; ++line) {
     std::string pattern;
     for (uint32_t i = 0; i < gpp::kDpiPrefixBytes + 5; ++i)
       pattern += static_cast<char>('a' + rng() % 26);
