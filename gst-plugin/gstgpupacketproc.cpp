@@ -1275,6 +1275,12 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   /* The state exists between READY→PAUSED and PAUSED→READY; the object lock
    * keeps it from going away under us (change_state takes it too). */
   GST_OBJECT_LOCK (self);
+  /* The rule and pattern sets in use: their lookup blobs are what a GPU
+   * engine copies to device memory (once per set), and the CPU reads. */
+  const guint64 acl_bytes = *self->acl ? (*self->acl)->blob.size () : 0;
+  const guint acl_rules = *self->acl ? (guint) (*self->acl)->rules.size () : 0;
+  const guint64 dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
+  const guint dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
   GppProcState *st = self->state;
   if (st) {
     std::lock_guard<std::mutex> lock (st->lock);
@@ -1319,7 +1325,11 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
       "copied-bytes", G_TYPE_UINT64, s->copied_bytes,
       "pool-fallbacks", G_TYPE_UINT64, fallbacks,
       "pool-bytes-in-use", G_TYPE_UINT64, pool_in_use,
-      "pool-bytes-pinned", G_TYPE_UINT64, pinned, NULL);
+      "pool-bytes-pinned", G_TYPE_UINT64, pinned,
+      "acl-rule-count", G_TYPE_UINT, acl_rules,
+      "acl-bytes", G_TYPE_UINT64, acl_bytes,
+      "dpi-pattern-count", G_TYPE_UINT, dpi_patterns,
+      "dpi-bytes", G_TYPE_UINT64, dpi_bytes, NULL);
   for (int m = 0; m < kModeCount; m++) {
     if (!s->mode_batches[m])
       continue;
@@ -1686,7 +1696,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
           "allocations the full pool could not serve); pool-bytes-in-use; "
-          "pool-bytes-pinned (both pools)",
+          "pool-bytes-pinned (both pools); acl-rule-count, acl-bytes, dpi-pattern-count, "
+          "dpi-bytes (the sets in use; their bytes are what a GPU mode holds in device "
+          "memory for them)",
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -1959,6 +1959,18 @@ GST_START_TEST (test_proc_classification_files)
     fail_unless_equals_int (r[i].acl_rule, tcp ? 0 : -1);
     fail_unless_equals_int (r[i].dpi_scanned, 1);
   }
+  /* stats name the sets in use and the bytes of their lookup blobs. */
+  GstStructure *stats = NULL;
+  g_object_get (p.h->element, "stats", &stats, NULL);
+  guint rule_count = 0, pattern_count = 0;
+  guint64 acl_bytes = 0, dpi_bytes = 0;
+  fail_unless (gst_structure_get (stats, "acl-rule-count", G_TYPE_UINT, &rule_count,
+          "acl-bytes", G_TYPE_UINT64, &acl_bytes, "dpi-pattern-count", G_TYPE_UINT,
+          &pattern_count, "dpi-bytes", G_TYPE_UINT64, &dpi_bytes, NULL));
+  gst_structure_free (stats);
+  fail_unless_equals_int (rule_count, 1);
+  fail_unless_equals_int (pattern_count, 2);
+  fail_unless (acl_bytes > 0 && dpi_bytes > 0);
   /* dpi-select: a rule's every content, or its one fast pattern (the
    * longest here); set while playing, the file is reloaded with it. */
   const std::string rule = write_temp ("gpp-fast.rules",
