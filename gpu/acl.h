@@ -59,6 +59,25 @@ struct alignas(16) AclSlot {
   uint8_t src[16], dst[16]; // masked addresses (IPv4: first 4 bytes)
   uint32_t first;           // into the entries array
   uint32_t count;           // 0 = empty slot
+  uint32_t index;           // 0: walk the entries; else 1 + the slot's AclSlotIndex (below)
+  uint32_t reserved;
+};
+
+// A slot with many rules (wildcard-heavy firewall sets put hundreds behind
+// one address pair, differing in ports and protocol) gets bitmaps, so its
+// cost does not grow with its length: for each elementary interval of the
+// source ports, of the destination ports, and for each protocol value, the
+// slot's rules (bit i = the slot's i-th entry) that admit it.  A lookup ANDs
+// the three rows and checks the set bits in order (ascending rule indices,
+// so the first that also matches the exact prefixes is the slot's first
+// match).  Everything is in the blob's index words (uint32_t), at offsets
+// relative to them.
+constexpr uint32_t kAclIndexMinRules = 32; // shorter slots are walked
+struct AclSlotIndex {
+  uint32_t words;                      // bitmap words a row: ceil(count / 32)
+  uint32_t sport_bounds, sport_count;  // ascending interval starts (the first is 0)
+  uint32_t dport_bounds, dport_count;
+  uint32_t rows; // sport_count rows, then dport_count rows, then 256 protocol rows
 };
 
 static_assert(sizeof(AclRule) == 48 && sizeof(AclTuple) == 16 && sizeof(AclSlot) == 48,
@@ -80,7 +99,7 @@ struct AclBlobHeader {
   // a slot's rules sit side by side, and the loads of an entry's index and
   // of its rule do not wait on each other.
   uint32_t entry_rules_offset;
-  uint8_t reserved[4];
+  uint32_t index_offset; // uint32_t[]: the AclSlotIndex records and their arrays
 };
 
 GPP_ACL_HD inline uint32_t acl_load_be32(const uint8_t *p) {
@@ -129,23 +148,6 @@ GPP_ACL_HD inline bool acl_ports_match(const AclRule &rule, uint16_t sport, uint
          dport <= rule.dport_hi && (proto & rule.proto_mask) == (rule.proto & rule.proto_mask);
 }
 
-// The rules and tuples of a blob.
-struct AclView {
-  const AclBlobHeader *h;
-  const AclRule *rules;
-  const AclTuple *tuples;
-  const AclSlot *slots;
-  const uint32_t *entries;
-  const AclRule *entry_rules;
-  GPP_ACL_HD explicit AclView(const uint8_t *blob)
-      : h(reinterpret_cast<const AclBlobHeader *>(blob)),
-        rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
-        tuples(reinterpret_cast<const AclTuple *>(blob + h->tuples_offset)),
-        slots(reinterpret_cast<const AclSlot *>(blob + h->slots_offset)),
-        entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)),
-        entry_rules(reinterpret_cast<const AclRule *>(blob + h->entry_rules_offset)) {}
-};
-
 // What a packet offers the rules besides its addresses.  Packets without
 // ports (ICMP, non-first fragments) match with ports 0.
 struct AclPorts {
@@ -157,6 +159,64 @@ GPP_ACL_HD inline AclPorts acl_ports(const GppResult &r) {
   const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
   return {static_cast<uint16_t>(has_ports ? r.sport : 0),
           static_cast<uint16_t>(has_ports ? r.dport : 0), r.l4_proto};
+}
+
+// The rules and tuples of a blob.
+struct AclView {
+  const AclBlobHeader *h;
+  const AclRule *rules;
+  const AclTuple *tuples;
+  const AclSlot *slots;
+  const uint32_t *entries;
+  const AclRule *entry_rules;
+  const uint32_t *index;
+  GPP_ACL_HD explicit AclView(const uint8_t *blob)
+      : h(reinterpret_cast<const AclBlobHeader *>(blob)),
+        rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
+        tuples(reinterpret_cast<const AclTuple *>(blob + h->tuples_offset)),
+        slots(reinterpret_cast<const AclSlot *>(blob + h->slots_offset)),
+        entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)),
+        entry_rules(reinterpret_cast<const AclRule *>(blob + h->entry_rules_offset)),
+        index(reinterpret_cast<const uint32_t *>(blob + h->index_offset)) {}
+};
+
+// The interval of `port` among `count` ascending starts (the first is 0).
+GPP_ACL_HD inline uint32_t acl_interval(const uint32_t *bounds, uint32_t count, uint16_t port) {
+  uint32_t lo = 0, hi = count;
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (bounds[mid] <= port) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// An indexed slot's first entry below `bound` that admits the packet:
+// `inside(rule)` checks the exact prefixes (the bitmaps cover ports and
+// protocol).  Returns the rule index, or `bound`.
+template <typename Inside>
+GPP_ACL_HD inline uint32_t acl_probe_indexed(const AclView &v, const AclSlot &slot,
+                                             const AclPorts &q, uint32_t bound, Inside inside) {
+  const uint32_t *base = v.index;
+  const AclSlotIndex &x = *reinterpret_cast<const AclSlotIndex *>(base + slot.index - 1);
+  const uint32_t is = acl_interval(base + x.sport_bounds, x.sport_count, q.sport);
+  const uint32_t id = acl_interval(base + x.dport_bounds, x.dport_count, q.dport);
+  const uint32_t *rs = base + x.rows + is * x.words;
+  const uint32_t *rd = base + x.rows + (x.sport_count + id) * x.words;
+  const uint32_t *rp = base + x.rows + (x.sport_count + x.dport_count + q.proto) * x.words;
+  for (uint32_t w = 0; w < x.words; ++w) {
+    for (uint32_t m = rs[w] & rd[w] & rp[w]; m; m &= m - 1) {
+#if defined(__CUDA_ARCH__)
+      const uint32_t pos = 32 * w + (__ffs(m) - 1);
+#else
+      const uint32_t pos = 32 * w + static_cast<uint32_t>(__builtin_ctz(m));
+#endif
+      const uint32_t idx = v.entries[slot.first + pos];
+      if (idx >= bound) return bound;
+      if (inside(v.entry_rules[slot.first + pos])) return idx;
+    }
+  }
+  return bound;
 }
 
 // Non-IP packets match nothing.
@@ -174,6 +234,11 @@ GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple,
     const AclSlot slot = v.slots[tuple.slot_offset + i]; // one copy: wide loads
     if (slot.count == 0) return bound;
     if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
+    if (slot.index)
+      return acl_probe_indexed(v, slot, q, bound, [src, dst](const AclRule &rule) {
+        return (src & acl_mask32(rule.src_len)) == acl_load_be32(rule.src) &&
+               (dst & acl_mask32(rule.dst_len)) == acl_load_be32(rule.dst);
+      });
     // Ascending rule indices, a few loaded ahead: a slot may hold dozens of
     // rules that differ only in ports, and each load is a memory round trip.
     constexpr uint32_t kAhead = 4;
@@ -212,20 +277,22 @@ GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
     bool same = true;
     for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
     if (!same) continue;
+    // The exact prefixes, finer than the tuple's.
+    auto inside = [&](const AclRule &rule) {
+      if (rule.src_len == tuple.src_len && rule.dst_len == tuple.dst_len) return true;
+      uint8_t a[16], b[16];
+      acl_mask(addr_src, rule.src_len, addr_len, a);
+      acl_mask(addr_dst, rule.dst_len, addr_len, b);
+      for (int k = 0; k < addr_len; ++k)
+        if (a[k] != rule.src[k] || b[k] != rule.dst[k]) return false;
+      return true;
+    };
+    if (slot.index) return acl_probe_indexed(v, slot, q, bound, inside);
     for (uint32_t e = 0; e < slot.count; ++e) { // ascending rule indices
       const uint32_t idx = v.entries[slot.first + e];
       if (idx >= bound) return bound;
       const AclRule &rule = v.entry_rules[slot.first + e];
-      if (!acl_ports_match(rule, q.sport, q.dport, q.proto)) continue;
-      bool inside = true; // the exact prefixes, finer than the tuple's
-      if (rule.src_len != tuple.src_len || rule.dst_len != tuple.dst_len) {
-        uint8_t a[16], b[16];
-        acl_mask(addr_src, rule.src_len, addr_len, a);
-        acl_mask(addr_dst, rule.dst_len, addr_len, b);
-        for (int k = 0; k < addr_len && inside; ++k)
-          inside = a[k] == rule.src[k] && b[k] == rule.dst[k];
-      }
-      if (inside) return idx;
+      if (acl_ports_match(rule, q.sport, q.dport, q.proto) && inside(rule)) return idx;
     }
     return bound; // one slot per key
   }

@@ -159,6 +159,52 @@ bool parse_rule(const std::string &line, ParsedAclRule *rule, std::string *why) 
 
 size_t align16(size_t n) { return (n + 15) / 16 * 16; }
 
+// The bitmap index of a long slot (acl.h): appended to `words`; returns
+// 1 + its offset there, for AclSlot::index.
+uint32_t build_slot_index(const std::vector<ParsedAclRule> &rules, const uint32_t *slot_rules,
+                          uint32_t count, std::vector<uint32_t> &words) {
+  const uint32_t row_words = (count + 31) / 32;
+  // Elementary intervals of one port field: every range starts or ends at a bound.
+  auto bounds_of = [&](bool source) {
+    std::vector<uint32_t> b{0};
+    for (uint32_t i = 0; i < count; ++i) {
+      const ParsedAclRule &r = rules[slot_rules[i]];
+      b.push_back(source ? r.sport_lo : r.dport_lo);
+      const uint32_t after = (source ? r.sport_hi : r.dport_hi) + 1u;
+      if (after <= 65535) b.push_back(after);
+    }
+    std::sort(b.begin(), b.end());
+    b.erase(std::unique(b.begin(), b.end()), b.end());
+    return b;
+  };
+  const std::vector<uint32_t> sb = bounds_of(true), db = bounds_of(false);
+  const uint32_t at = static_cast<uint32_t>(words.size());
+  AclSlotIndex x{};
+  x.words = row_words;
+  x.sport_bounds = at + static_cast<uint32_t>((sizeof x + 3) / 4);
+  x.sport_count = static_cast<uint32_t>(sb.size());
+  x.dport_bounds = x.sport_bounds + x.sport_count;
+  x.dport_count = static_cast<uint32_t>(db.size());
+  x.rows = x.dport_bounds + x.dport_count;
+  words.resize(x.rows + (x.sport_count + x.dport_count + 256) * row_words, 0);
+  std::memcpy(words.data() + at, &x, sizeof x);
+  std::copy(sb.begin(), sb.end(), words.begin() + x.sport_bounds);
+  std::copy(db.begin(), db.end(), words.begin() + x.dport_bounds);
+  for (uint32_t i = 0; i < count; ++i) {
+    const ParsedAclRule &r = rules[slot_rules[i]];
+    const uint32_t bit = 1u << (i % 32), word = i / 32;
+    for (uint32_t k = 0; k < x.sport_count; ++k)
+      if (sb[k] >= r.sport_lo && sb[k] <= r.sport_hi) words[x.rows + k * row_words + word] |= bit;
+    for (uint32_t k = 0; k < x.dport_count; ++k)
+      if (db[k] >= r.dport_lo && db[k] <= r.dport_hi)
+        words[x.rows + (x.sport_count + k) * row_words + word] |= bit;
+    for (uint32_t proto = 0; proto < 256; ++proto)
+      if ((proto & r.proto_mask) == (r.proto & r.proto_mask))
+        words[x.rows + (x.sport_count + x.dport_count + proto) * row_words + word] |= bit;
+  }
+  return at + 1;
+}
+
 void build_blob(AclRuleSet &set) {
   // Group rules by tuple, and inside a tuple by masked address pair.
   using Key = std::array<uint8_t, 32>;
@@ -189,6 +235,7 @@ void build_blob(AclRuleSet &set) {
   std::vector<AclTuple> tuples;
   std::vector<AclSlot> slots;
   std::vector<uint32_t> entries;
+  std::vector<uint32_t> index_words;
   for (TupleBuild *t : order) {
     // At most a quarter full: a GPU thread waits a memory round trip per
     // slot it probes, and a miss probes to the next empty one.
@@ -212,6 +259,8 @@ void build_blob(AclRuleSet &set) {
       slot.first = static_cast<uint32_t>(entries.size());
       slot.count = static_cast<uint32_t>(g.second.size());
       entries.insert(entries.end(), g.second.begin(), g.second.end());
+      if (slot.count >= kAclIndexMinRules)
+        slot.index = build_slot_index(set.rules, g.second.data(), slot.count, index_words);
     }
     tuples.push_back(tuple);
   }
@@ -243,7 +292,9 @@ void build_blob(AclRuleSet &set) {
   h.entries_offset = static_cast<uint32_t>(align16(h.slots_offset + slots.size() * sizeof(AclSlot)));
   h.entry_rules_offset =
       static_cast<uint32_t>(align16(h.entries_offset + entries.size() * sizeof(uint32_t)));
-  h.total_size = static_cast<uint32_t>(h.entry_rules_offset + entries.size() * sizeof(AclRule));
+  h.index_offset =
+      static_cast<uint32_t>(align16(h.entry_rules_offset + entries.size() * sizeof(AclRule)));
+  h.total_size = static_cast<uint32_t>(h.index_offset + index_words.size() * sizeof(uint32_t));
   h.generation = next_generation++;
   set.blob.assign(h.total_size, 0);
   std::memcpy(set.blob.data(), &h, sizeof h);
@@ -257,6 +308,9 @@ void build_blob(AclRuleSet &set) {
     std::memcpy(set.blob.data() + h.entries_offset, entries.data(), entries.size() * sizeof(uint32_t));
   auto *entry_rules = reinterpret_cast<AclRule *>(set.blob.data() + h.entry_rules_offset);
   for (size_t i = 0; i < entries.size(); ++i) entry_rules[i] = rules[entries[i]];
+  if (!index_words.empty())
+    std::memcpy(set.blob.data() + h.index_offset, index_words.data(),
+                index_words.size() * sizeof(uint32_t));
 }
 
 } // namespace

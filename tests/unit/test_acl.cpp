@@ -687,7 +687,12 @@ TEST(AclBlob, LayoutIsConsistent) {
     const uint32_t slot_count = (h->entries_offset - h->slots_offset) / sizeof(gpp::AclSlot);
     const uint32_t entry_count = h->rule_count; // every rule in exactly one slot (checked below)
     ASSERT_GE(h->entry_rules_offset, h->entries_offset + entry_count * sizeof(uint32_t)) << name;
-    ASSERT_EQ(h->total_size, h->entry_rules_offset + entry_count * sizeof(gpp::AclRule)) << name;
+    // The long slots' bitmap indexes come last.
+    ASSERT_EQ(h->index_offset % 16, 0u) << name;
+    ASSERT_GE(h->index_offset, h->entry_rules_offset + entry_count * sizeof(gpp::AclRule)) << name;
+    ASSERT_LE(h->index_offset, h->total_size) << name;
+    ASSERT_EQ((h->total_size - h->index_offset) % sizeof(uint32_t), 0u) << name;
+    const uint32_t index_words = (h->total_size - h->index_offset) / sizeof(uint32_t);
     const auto *entry_rules = reinterpret_cast<const gpp::AclRule *>(b + h->entry_rules_offset);
     std::vector<int> seen(h->rule_count, 0);
     for (uint32_t t = 0; t < h->tuple_count; ++t) {
@@ -703,6 +708,15 @@ TEST(AclBlob, LayoutIsConsistent) {
         if (!slot.count) continue;
         ++used;
         ASSERT_LE(slot.first + slot.count, entry_count) << name;
+        // Long slots, and only they, have a bitmap index inside the blob.
+        EXPECT_EQ(slot.index != 0, slot.count >= gpp::kAclIndexMinRules) << name;
+        if (slot.index) {
+          ASSERT_LE(slot.index - 1 + sizeof(gpp::AclSlotIndex) / 4, index_words) << name;
+          gpp::AclSlotIndex x;
+          std::memcpy(&x, b + h->index_offset + 4 * (slot.index - 1), sizeof x);
+          EXPECT_EQ(x.words, (slot.count + 31) / 32) << name;
+          EXPECT_LE(x.rows + (x.sport_count + x.dport_count + 256) * x.words, index_words) << name;
+        }
         for (uint32_t e = 0; e < slot.count; ++e) {
           const uint32_t idx = entries[slot.first + e];
           ASSERT_LT(idx, h->rule_count);
