@@ -654,6 +654,47 @@ gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
     gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
 }
 
+/* The link types process_packet() parses (gpp::linktype_supported; the
+ * elements test checks that the two agree), for caps and messages. */
+static const struct
+{
+  gint linktype;
+  const char *name;
+} kParsedLinktypes[] = {
+  {GPP_LINKTYPE_NULL, "BSD loopback"}, {GPP_LINKTYPE_ETHERNET, "Ethernet"},
+  {GPP_LINKTYPE_RAW, "raw IP"}, {GPP_LINKTYPE_LOOP, "OpenBSD loopback"},
+  {GPP_LINKTYPE_LINUX_SLL, "Linux SLL"}, {GPP_LINKTYPE_IPV4, "IPv4"},
+  {GPP_LINKTYPE_IPV6, "IPv6"}, {GPP_LINKTYPE_LINUX_SLL2, "Linux SLL2"},
+};
+
+/* Batches of every parsed link type. */
+static GstCaps *
+gst_gpu_packet_proc_parsed_caps (void)
+{
+  GValue list = G_VALUE_INIT, item = G_VALUE_INIT;
+  g_value_init (&list, GST_TYPE_LIST);
+  g_value_init (&item, G_TYPE_INT);
+  for (const auto & l : kParsedLinktypes) {
+    g_value_set_int (&item, l.linktype);
+    gst_value_list_append_value (&list, &item);
+  }
+  GstCaps *caps = gst_caps_new_empty_simple (GPP_BATCH_CAPS_NAME);
+  gst_caps_set_value (caps, "linktype", &list);
+  g_value_unset (&item);
+  g_value_unset (&list);
+  return caps;
+}
+
+/* "0 (BSD loopback), 1 (Ethernet), ...": for messages. */
+static std::string
+gst_gpu_packet_proc_parsed_linktypes_text (void)
+{
+  std::string text;
+  for (const auto & l : kParsedLinktypes)
+    text += (text.empty ()? "" : ", ") + std::to_string (l.linktype) + " (" + l.name + ")";
+  return text;
+}
+
 static gboolean
 gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -674,9 +715,8 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
         if (!self->linktype_refused)
           GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
               ("Link type %d is not supported by gpupacketproc.", linktype),
-              ("supported pcap link types: 0 (BSD loopback), 1 (Ethernet), 101 (raw IP), "
-                  "108 (OpenBSD loopback), 113 (Linux SLL), 228 (IPv4), 229 (IPv6), "
-                  "276 (Linux SLL2)"));
+              ("supported pcap link types: %s",
+                  gst_gpu_packet_proc_parsed_linktypes_text ().c_str ()));
         self->linktype_refused = TRUE;
         return FALSE;
       }
@@ -732,6 +772,22 @@ gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * que
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
   GppProcState *st = self->state;
 
+  if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
+    /* The link types the core parses, so a source can tell before it starts
+     * (pcapsrc asks at start).  ACCEPT_CAPS still takes any link type (the
+     * pad accepts by its template): a CAPS event of another one reaches the
+     * event handler, which names the problem. */
+    GstCaps *filter, *caps = gst_gpu_packet_proc_parsed_caps ();
+    gst_query_parse_caps (query, &filter);
+    if (filter) {
+      GstCaps *both = gst_caps_intersect_full (filter, caps, GST_CAPS_INTERSECT_FIRST);
+      gst_caps_unref (caps);
+      caps = both;
+    }
+    gst_query_set_caps_result (query, caps);
+    gst_caps_unref (caps);
+    return TRUE;
+  }
   if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
     if (st && st->input_allocator) {
       GstAllocationParams params;
@@ -1727,6 +1783,9 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
       GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_sink_event));
   gst_pad_set_query_function (self->sinkpad,
       GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_sink_query));
+  /* ACCEPT_CAPS by the template (any link type), CAPS queries by what the
+   * core parses: see gst_gpu_packet_proc_sink_query. */
+  GST_PAD_SET_ACCEPT_TEMPLATE (self->sinkpad);
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_static_template (&src_template, "src");

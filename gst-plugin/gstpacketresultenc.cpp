@@ -437,8 +437,11 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       return ok;
     }
     case GST_EVENT_EOS:
-      /* An empty stream still gets its CSV header row. */
-      if (self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV && !self->header_written) {
+      /* An empty stream still gets its CSV header row; a stream that never
+       * started (no caps: upstream refused its format and posted an error)
+       * gets nothing, so that no data follows that error downstream. */
+      if (self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV && !self->header_written
+          && gst_pad_has_current_caps (pad)) {
         self->header_written = TRUE;
         /* A source that hits EOS at once sends no SEGMENT; data needs one. */
         if (!self->have_segment) {

@@ -334,6 +334,40 @@ gst_pcap_src_open_device (GstPcapSrc * self, GstPcapSrcState * state,
   return TRUE;
 }
 
+/* Whether the element downstream takes this capture's link type, asked at
+ * start (CAPS query): a refusal then fails READY→PAUSED with an error naming both,
+ * before any data flows.  Found only on the first buffer, the error reached
+ * gst-launch-1.0 while it was still setting up its main loop, and about one
+ * run in seven never ended (its bus handler's quit came before the loop ran). */
+static gboolean
+gst_pcap_src_downstream_accepts (GstPcapSrc * self, GstPcapSrcState * state,
+    const std::string & source)
+{
+  GstPad *peer = gst_pad_get_peer (GST_BASE_SRC_PAD (self));
+  if (!peer)
+    return TRUE;                /* not linked: basesrc says so itself */
+  GstCaps *caps = gst_caps_new_simple (GPP_BATCH_CAPS_NAME, "linktype", G_TYPE_INT,
+      (gint) state->linktype, NULL);
+  GstCaps *taken = gst_pad_query_caps (peer, caps);
+  const gboolean accepted = !gst_caps_is_empty (taken);
+  gst_caps_unref (taken);
+  gst_caps_unref (caps);
+  if (!accepted) {
+    GstElement *element = gst_pad_get_parent_element (peer);
+    gchar *name = element ? gst_element_get_name (element) : gst_pad_get_name (peer);
+    const char *dlt_name = pcap_datalink_val_to_name (pcap_datalink (state->pcap));
+    GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
+        ("%s does not accept link type %u (%s) of \"%s\".", name, state->linktype,
+            dlt_name ? dlt_name : "unnamed in libpcap", source.c_str ()),
+        ("checked with a CAPS query at start"));
+    g_free (name);
+    if (element)
+      gst_object_unref (element);
+  }
+  gst_object_unref (peer);
+  return accepted;
+}
+
 static gboolean
 gst_pcap_src_start (GstBaseSrc * base)
 {
@@ -375,6 +409,9 @@ gst_pcap_src_start (GstBaseSrc * base)
   GST_INFO_OBJECT (self, "opened %s, link type %u (%s)",
       device.empty ()? location.c_str () : device.c_str (), state->linktype,
       pcap_datalink_val_to_name (pcap_datalink (state->pcap)));
+  if (!gst_pcap_src_downstream_accepts (self, state.get (),
+          device.empty ()? location : device))
+    return FALSE;
   GST_OBJECT_LOCK (self);
   self->linktype = (gint) state->linktype;
   GST_OBJECT_UNLOCK (self);

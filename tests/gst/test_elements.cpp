@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "batch_builder.h"
+#include "packet_core.h"
 #include "test_support.h"
 
 #include <glib/gstdio.h>
@@ -1205,6 +1206,19 @@ GST_START_TEST (test_proc_unsupported_linktype_caps)
   fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL,
       "the unsupported link type was reported more than once");
 
+  /* The CAPS query tells a source beforehand: the link types the core
+   * parses, exactly (gpp::linktype_supported over every 16-bit value). */
+  GstPad *sink = gst_element_get_static_pad (p.h->element, "sink");
+  for (guint linktype = 0; linktype < 65536; linktype++) {
+    GstCaps *want = gst_caps_new_simple ("application/x-packet-batch", "linktype", G_TYPE_INT,
+        (gint) linktype, NULL);
+    GstCaps *taken = gst_pad_query_caps (sink, want);
+    fail_unless_equals_int (!gst_caps_is_empty (taken), gpp::linktype_supported (linktype));
+    gst_caps_unref (taken);
+    gst_caps_unref (want);
+  }
+  gst_object_unref (sink);
+
   /* A batch without a link type is refused as well. */
   Proc q (NULL);
   push_caps_and_segment (q.h, "application/x-packet-batch");
@@ -1226,9 +1240,10 @@ GST_START_TEST (test_proc_unsupported_linktype_pipeline)
   PipelineRun p;
   run_pipeline (p, "pcapsrc name=src ! gpupacketproc name=proc ! fakesink name=sink",
       configure_source, &s);
+  /* pcapsrc asks at start (ACCEPT_CAPS) and fails READY→PAUSED naming both. */
   fail_unless_equals_int (p.end, GST_MESSAGE_ERROR);
-  fail_unless_equals_string (p.error_source.c_str (), "proc");
-  assert_contains (p.error_text, "147");
+  fail_unless_equals_string (p.error_source.c_str (), "src");
+  assert_contains (p.error_text, "proc does not accept link type 147");
   fail_unless_equals_int (p.sink_bytes.size (), 0);
 }
 
