@@ -257,7 +257,15 @@ struct Automaton {
 bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
                      const std::vector<uint32_t> &long_index, Automaton *am, std::string *why) {
   constexpr uint32_t kNone = 0xffffffffu;
-  std::vector<std::array<uint32_t, 256>> go(1);
+  // Room for every state the prefixes can need, reserved at once: growing a
+  // vector of 1 KiB rows copied them again and again (a fifth of the load
+  // time of ET Open 2024).  Pages not reached are never touched.
+  size_t most_states = 1;
+  for (const DpiPattern &p : patterns)
+    if (p.nocase == nocase) most_states += std::min<size_t>(p.bytes.size(), kDpiPrefixBytes);
+  std::vector<std::array<uint32_t, 256>> go;
+  go.reserve(std::min<size_t>(most_states, kMaxDpiStates));
+  go.emplace_back();
   go[0].fill(kNone);
   std::vector<uint32_t> count(1, 0);
   std::vector<int32_t> min_id(1, -1);
