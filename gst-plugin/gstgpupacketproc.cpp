@@ -654,6 +654,22 @@ gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
     gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
 }
 
+/* Starts flushing: wakes every wait that flushing ends (batch slots, the
+ * task, and a chain waiting for pinned pool room), at once. */
+static void
+gst_gpu_packet_proc_set_flushing (GppProcState * st)
+{
+  {
+    /* Under the lock, or a waiter that just checked could sleep through it. */
+    std::lock_guard<std::mutex> lock (st->lock);
+    st->flushing = true;
+    st->changed.notify_all ();
+  }
+  for (GstAllocator *allocator : {st->input_allocator, st->results_allocator})
+    if (allocator)
+      gpp_pinned_allocator_wake (allocator);
+}
+
 /* The link types process_packet() parses (gpp::linktype_supported; the
  * elements test checks that the two agree), for caps and messages. */
 static const struct
@@ -728,12 +744,8 @@ gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * eve
       return ok;
     }
     case GST_EVENT_FLUSH_START:
-      if (st) {
-        /* Under the lock, or a waiter that just checked could sleep through it. */
-        std::lock_guard<std::mutex> lock (st->lock);
-        st->flushing = true;
-        st->changed.notify_all ();
-      }
+      if (st)
+        gst_gpu_packet_proc_set_flushing (st);
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
       if (st) {
@@ -851,11 +863,7 @@ gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadM
     st->last_flow = GST_FLOW_OK;
     return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
   }
-  {
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->flushing = true;
-    st->changed.notify_all ();
-  }
+  gst_gpu_packet_proc_set_flushing (st);
   return gst_pad_stop_task (pad);
 }
 

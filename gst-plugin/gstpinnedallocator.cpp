@@ -19,7 +19,8 @@ struct GppArenaState
 {
   std::unique_ptr<gpp::HostArena> arena;
   std::mutex lock;
-  std::condition_variable freed;  /* signalled when memory goes back */
+  std::condition_variable freed;  /* signalled when memory goes back, or on a wake */
+  guint64 generation = 0;       /* under `lock`: counts frees and wakes */
   std::atomic<guint64> fallbacks {0};
 };
 
@@ -58,13 +59,28 @@ gpp_pinned_allocator_alloc_wait (GstAllocator * allocator, gsize size,
 {
   GppArenaState *st = GPP_PINNED_ALLOCATOR (allocator)->state;
   for (;;) {
+    guint64 seen;
+    {
+      std::lock_guard<std::mutex> lock (st->lock);
+      seen = st->generation;
+    }
     GstMemory *mem = gpp_pinned_allocator_try_alloc (allocator, size);
     if (mem || cancel.load ())
       return mem;
+    /* A free or a wake since `seen` ends the wait: none is lost between the
+     * failed try and the wait. */
     std::unique_lock<std::mutex> lock (st->lock);
-    /* Short waits: a flush sets `cancel` without signalling `freed`. */
-    st->freed.wait_for (lock, std::chrono::milliseconds (10));
+    st->freed.wait (lock, [&] { return st->generation != seen || cancel.load (); });
   }
+}
+
+void
+gpp_pinned_allocator_wake (GstAllocator * allocator)
+{
+  GppArenaState *st = GPP_PINNED_ALLOCATOR (allocator)->state;
+  std::lock_guard<std::mutex> lock (st->lock);
+  st->generation++;
+  st->freed.notify_all ();
 }
 
 static GstMemory *
@@ -93,6 +109,7 @@ gpp_pinned_allocator_free (GstAllocator * allocator, GstMemory * mem)
   if (!mem->parent) {
     st->arena->release (m->data);
     std::lock_guard<std::mutex> lock (st->lock);
+    st->generation++;
     st->freed.notify_all ();
   }
   g_free (m);

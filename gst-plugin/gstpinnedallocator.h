@@ -27,9 +27,14 @@ GstAllocator *gpp_pinned_allocator_new (std::unique_ptr<gpp::HostArena> arena);
  * the fallback.) */
 GstMemory *gpp_pinned_allocator_try_alloc (GstAllocator * allocator, gsize size);
 
-/* Waits for room, up to the moment `cancel` becomes true (then NULL). */
+/* Waits for room, up to the moment `cancel` becomes true (then NULL); whoever
+ * sets `cancel` calls gpp_pinned_allocator_wake () so the wait ends at once. */
 GstMemory *gpp_pinned_allocator_alloc_wait (GstAllocator * allocator, gsize size,
     const std::atomic<bool> &cancel);
+
+/* Wakes the threads waiting in gpp_pinned_allocator_alloc_wait () to look at
+ * their `cancel` again. */
+void gpp_pinned_allocator_wake (GstAllocator * allocator);
 
 /* Whether `mem` came from this allocator's arena. */
 gboolean gpp_pinned_allocator_owns (GstAllocator * allocator, GstMemory * mem);
