@@ -1,6 +1,5 @@
 #include "gstpinnedallocator.h"
 
-#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
