@@ -17,16 +17,43 @@ namespace gpp {
 
 enum class Mode : int { Cpu = 0, Streams = 1, ZeroCopy = 2, Graph = 3, Persistent = 4 };
 
-inline const char *mode_name(Mode m) {
-  switch (m) {
-  case Mode::Cpu: return "cpu";
-  case Mode::Streams: return "streams";
-  case Mode::ZeroCopy: return "zerocopy";
-  case Mode::Graph: return "graph";
-  case Mode::Persistent: return "persistent";
-  }
-  return "?";
+// The one table of modes: the element's enum (its nicks and gst-inspect
+// text), mode names in messages and stats, the tests and the bench all read
+// it.  Indexed by the Mode's value.
+struct ModeInfo {
+  Mode mode;
+  const char *name; // property value, stats key prefix
+  const char *description;
+};
+inline constexpr ModeInfo kModes[] = {
+    {Mode::Cpu, "cpu", "The packet core on host threads (see cpu-threads)"},
+    {Mode::Streams, "streams",
+     "GPU: async copy in, kernel, copy out on num-streams CUDA streams, several batches in "
+     "flight (throughput)"},
+    {Mode::ZeroCopy, "zerocopy",
+     "GPU: the kernel reads batches from and writes results to pinned host memory, no copies"},
+    {Mode::Graph, "graph",
+     "GPU: copy-kernel-copy as a CUDA graph per stream, updated and replayed per batch (lower "
+     "launch cost)"},
+    {Mode::Persistent, "persistent",
+     "GPU: a resident kernel polls a work queue in mapped memory (lowest latency; keeps a host "
+     "core and the GPU busy)"},
+};
+constexpr int kModeCount = sizeof kModes / sizeof kModes[0];
+
+constexpr bool modes_in_value_order() {
+  for (int i = 0; i < kModeCount; ++i)
+    if (static_cast<int>(kModes[i].mode) != i) return false;
+  return true;
 }
+static_assert(modes_in_value_order(), "kModes is indexed by Mode");
+
+inline const char *mode_name(Mode m) {
+  const int i = static_cast<int>(m);
+  return i >= 0 && i < kModeCount ? kModes[i].name : "?";
+}
+
+inline bool is_gpu_mode(Mode m) { return m != Mode::Cpu; }
 
 // How the host learns that a batch is done.
 enum class WaitStrategy : int {

@@ -97,7 +97,7 @@ static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect:
     (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
     "dpi-select values are gpp::DpiSelect's");
 
-constexpr int kModeCount = 5;
+using gpp::kModeCount;
 /* Processing latency reported for a mode before it has run this many
  * batches (enough that its p99 is not just the slowest warm-up batch); from
  * then on its measured p99 (chain entry to result push), re-announced with a
@@ -286,25 +286,25 @@ G_DEFINE_TYPE (GstGpuPacketProc, gst_gpu_packet_proc, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (gpupacketproc, "gpupacketproc", GST_RANK_NONE,
     GST_TYPE_GPU_PACKET_PROC);
 
+/* The element's enum values are gpp::Mode's. */
+static_assert ((int) GST_GPU_PACKET_PROC_MODE_CPU == (int) gpp::Mode::Cpu &&
+    (int) GST_GPU_PACKET_PROC_MODE_STREAMS == (int) gpp::Mode::Streams &&
+    (int) GST_GPU_PACKET_PROC_MODE_ZEROCOPY == (int) gpp::Mode::ZeroCopy &&
+    (int) GST_GPU_PACKET_PROC_MODE_GRAPH == (int) gpp::Mode::Graph &&
+    (int) GST_GPU_PACKET_PROC_MODE_PERSISTENT == (int) gpp::Mode::Persistent &&
+    gpp::kModeCount == 5, "GstGpuPacketProcMode values are gpp::Mode's");
+
 GType
 gst_gpu_packet_proc_mode_get_type (void)
 {
   static GType type = 0;
-  static const GEnumValue modes[] = {
-    {GST_GPU_PACKET_PROC_MODE_CPU, "The packet core on host threads (see cpu-threads)",
-        "cpu"},
-    {GST_GPU_PACKET_PROC_MODE_STREAMS, "GPU: async copy in, kernel, copy out on "
-          "num-streams CUDA streams, several batches in flight (throughput)", "streams"},
-    {GST_GPU_PACKET_PROC_MODE_ZEROCOPY, "GPU: the kernel reads batches from and writes "
-          "results to pinned host memory, no copies", "zerocopy"},
-    {GST_GPU_PACKET_PROC_MODE_GRAPH, "GPU: copy-kernel-copy as a CUDA graph per stream, "
-          "updated and replayed per batch (lower launch cost)", "graph"},
-    {GST_GPU_PACKET_PROC_MODE_PERSISTENT, "GPU: a resident kernel polls a work queue in "
-          "mapped memory (lowest latency; keeps a host core and the GPU busy)", "persistent"},
-    {0, NULL, NULL}
-  };
+  /* From gpp::kModes (gpu/engine.h), the one table of modes. */
+  static GEnumValue modes[gpp::kModeCount + 1];
 
   if (g_once_init_enter (&type)) {
+    for (int i = 0; i < gpp::kModeCount; i++)
+      modes[i] = {(gint) gpp::kModes[i].mode, gpp::kModes[i].description, gpp::kModes[i].name};
+    modes[gpp::kModeCount] = {0, NULL, NULL};
     GType t = g_enum_register_static ("GstGpuPacketProcMode", modes);
     g_once_init_leave (&type, t);
   }

@@ -76,9 +76,9 @@
 #include <thread>
 #include <vector>
 
-#include "pcap_linktype.h"
 #include "batch_builder.h"
 #include "engine.h"
+#include "pcap_linktype.h"
 
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
@@ -97,8 +97,12 @@ constexpr int kStallSeconds = 120;   // watchdog: no progress at all for this lo
 constexpr int kMaxFailLines = 400;   // failure lines printed per process
 constexpr int kMaxDiffsPerRun = 3;   // differing packets described per run
 
-const char *const kGpuModes[] = {"streams", "zerocopy", "graph", "persistent"};
-const char *const kAllModes[] = {"cpu", "streams", "zerocopy", "graph", "persistent"};
+// Every mode's name, from the one table of modes (gpu/engine.h).
+std::vector<std::string> all_modes() {
+  std::vector<std::string> out;
+  for (const gpp::ModeInfo &m : gpp::kModes) out.push_back(m.name);
+  return out;
+}
 
 bool g_selftest = false;             // GPP_GPU_MODES_SELFTEST: cpu stands in for GPU modes
 int g_failures = 0;
@@ -1022,8 +1026,8 @@ std::vector<std::string> gpu_modes() {
   if (g_selftest) return {"cpu"};
   std::vector<std::string> out;
   const char *only = g_getenv("GPP_GPU_MODES_MODES");
-  for (const char *m : kGpuModes)
-    if (!only || std::strstr(only, m)) out.push_back(m);
+  for (const gpp::ModeInfo &m : gpp::kModes)
+    if (gpp::is_gpu_mode(m.mode) && (!only || std::strstr(only, m.name))) out.push_back(m.name);
   return out;
 }
 
@@ -1206,8 +1210,7 @@ int switch_run(const std::vector<Batch> &batches, const std::vector<GppResult> &
   std::atomic<unsigned> changes_main{0}, changes_other{0}, stats_reads{0};
   std::vector<std::thread> threads;
   const std::vector<std::string> modes =
-      g_selftest ? std::vector<std::string>{"cpu"}
-                 : std::vector<std::string>{std::begin(kAllModes), std::end(kAllModes)};
+      g_selftest ? std::vector<std::string>{"cpu"} : all_modes();
 
   RunOptions opt;
   opt.props.mode = "cpu";
@@ -1263,7 +1266,8 @@ int switch_run(const std::vector<Batch> &batches, const std::vector<GppResult> &
   check_structure(ctx, batches, got);
   const size_t diffs = compare_records(ctx, "switching", ref, got.records, batches);
   std::string per_mode;
-  for (const char *m : kAllModes) {
+  for (const std::string &name : all_modes()) {
+    const char *m = name.c_str();
     const guint64 n = stat_u64(got.stats, format("%s-batches", m).c_str());
     per_mode += format(" %s=%llu", m, static_cast<unsigned long long>(n));
     if (!g_selftest && n == 0)

@@ -25,6 +25,8 @@
 
 #include <gpupacket/packet-result.h>
 
+#include "engine.h"
+
 namespace {
 
 struct Run {
@@ -96,7 +98,9 @@ int main(int argc, char **argv) {
   const Case cases[] = {{"arena", 0}, {"engine", 0}, {"submit:3", 16}, {"wait:3", 16},
                         {"lost:3", 16}};
   int failures = 0;
-  for (const char *mode : {"streams", "zerocopy", "graph", "persistent"}) {
+  for (const gpp::ModeInfo &info : gpp::kModes) {
+    if (!gpp::is_gpu_mode(info.mode)) continue;
+    const char *mode = info.name;
     for (const Case &c : cases) {
       g_setenv("GPP_SIM_FAULT", c.fault, TRUE);
       Run run;
