@@ -58,7 +58,7 @@ struct Options {
   std::string peers_csv;
   std::string grid = "all"; // stress | realistic | all
   int device = 0;
-  unsigned streams = 4; // the element's num-streams default
+  unsigned streams = gpp::kDefaultNumStreams; // the element's num-streams default
   std::string command_line;
 };
 

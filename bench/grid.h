@@ -19,7 +19,7 @@ namespace gppbench {
 struct GridOptions {
   bool quick = false, cpu_only = false;
   int device = 0;
-  unsigned streams = 4;
+  unsigned streams = gpp::kDefaultNumStreams;
   std::vector<uint32_t> sizes;     // batch sizes, packets, of the stress cells
   std::vector<uint32_t> realistic_sizes; // of the realistic cells
   std::vector<Cell> cells;         // what to measure (stress_cells(), realistic_cells())

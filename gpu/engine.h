@@ -84,9 +84,13 @@ public:
   virtual size_t in_use() const = 0;
 };
 
+// Batches in flight in the GPU modes unless set otherwise: the element's
+// num-streams default, the bench's --streams default.
+constexpr unsigned kDefaultNumStreams = 4;
+
 struct GpuSettings {
   int device_id = 0;
-  unsigned num_streams = 4;       // streams / zerocopy / graph: batches in flight
+  unsigned num_streams = kDefaultNumStreams; // streams / zerocopy / graph: batches in flight
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
   WaitStrategy wait = WaitStrategy::Spin;
   size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch

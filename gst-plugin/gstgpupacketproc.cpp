@@ -82,7 +82,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_CPU_THREADS 1
 #define MAX_CPU_THREADS 1024
 #define DEFAULT_DEVICE_ID 0
-#define DEFAULT_NUM_STREAMS 4
+#define DEFAULT_NUM_STREAMS gpp::kDefaultNumStreams
 #define MAX_NUM_STREAMS 64
 #define DEFAULT_POOL_SIZE 64    /* MiB */
 #define MAX_POOL_SIZE (64 * 1024)

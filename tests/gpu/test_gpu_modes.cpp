@@ -585,7 +585,7 @@ guint64 stat_u64(const GstStructure *s, const char *field) {
 struct Props {
   std::string mode = "cpu";
   guint pool_mib = 8;
-  guint num_streams = 4;
+  guint num_streams = gpp::kDefaultNumStreams;
   gint device_id = 0;
   bool verify_l4 = false;
   bool symmetric_rss = false;
