@@ -10,6 +10,8 @@
 // made, names one:
 //   arena      the pinned allocation fails
 //   engine     engine creation fails
+//   throw      engine creation throws (std::runtime_error), as an allocation
+//              deep in it could: the element must turn it into an error
 //   submit:N   the engine's Nth submit fails (N from 1)
 //   wait:N     the engine's Nth wait fails
 //   lost:N     the device is lost at the Nth submit: that batch fails at its
@@ -25,6 +27,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -36,7 +39,7 @@ namespace gpp {
 namespace {
 
 struct Fault {
-  enum Kind { None, Arena, Engine, Submit, Wait, Lost } kind = None;
+  enum Kind { None, Arena, Engine, Throw, Submit, Wait, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
 };
 
@@ -49,6 +52,7 @@ Fault fault_from_env() {
   f.at = colon ? std::strtoul(colon + 1, nullptr, 10) : 0;
   if (name == "arena") f.kind = Fault::Arena;
   else if (name == "engine") f.kind = Fault::Engine;
+  else if (name == "throw") f.kind = Fault::Throw;
   else if (name == "submit") f.kind = Fault::Submit;
   else if (name == "wait") f.kind = Fault::Wait;
   else if (name == "lost") f.kind = Fault::Lost;
@@ -192,6 +196,7 @@ std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &setting
     *error = "simulated fault: engine creation failed";
     return nullptr;
   }
+  if (fault.kind == Fault::Throw) throw std::runtime_error("simulated fault: engine creation threw");
   return std::make_unique<SimulatedEngine>(mode, settings, fault);
 }
 

@@ -51,6 +51,7 @@
  * ]|
  */
 #include "gstgpupacketproc.h"
+#include "noexcept.h"
 #include "readyonly.h"
 
 #include <atomic>
@@ -547,9 +548,11 @@ gst_gpu_packet_proc_settle_before_error (GstGpuPacketProc * self)
   return self->state->last_flow != GST_FLOW_ERROR;
 }
 
+static void gst_gpu_packet_proc_loop (GstGpuPacketProc * self);
+
 /* The src pad task: pushes queued results and events in order. */
 static void
-gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
+gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
   PendingItem item;
@@ -712,7 +715,7 @@ gst_gpu_packet_proc_parsed_linktypes_text (void)
 }
 
 static gboolean
-gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
   GppProcState *st = self->state;
@@ -1088,7 +1091,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
 }
 
 static GstFlowReturn
-gst_gpu_packet_proc_chain (GstPad *, GstObject * parent, GstBuffer * batch)
+gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
   GppProcState *st = self->state;
@@ -1273,7 +1276,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
 }
 
 static GstStateChangeReturn
-gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transition)
+gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange transition)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (element);
 
@@ -1648,6 +1651,40 @@ gst_gpu_packet_proc_finalize (GObject * object)
   g_free (self->dpi_error);
   delete self->dpi;
   G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+/* The vfuncs themselves: their bodies above, run so that no exception
+ * leaves them (noexcept.h). */
+static GstFlowReturn
+gst_gpu_packet_proc_chain (GstPad * pad, GstObject * parent, GstBuffer * batch)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "gpupacketproc's chain", GST_FLOW_ERROR,
+      [&] { return gst_gpu_packet_proc_chain_body (pad, parent, batch); });
+}
+
+static gboolean
+gst_gpu_packet_proc_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "gpupacketproc's event handler", FALSE,
+      [&] { return gst_gpu_packet_proc_sink_event_body (pad, parent, event); });
+}
+
+static GstStateChangeReturn
+gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transition)
+{
+  return gpp_no_throw (element, "a gpupacketproc state change", GST_STATE_CHANGE_FAILURE,
+      [&] { return gst_gpu_packet_proc_change_state_body (element, transition); });
+}
+
+static void
+gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
+{
+  /* A failure stops the task: nothing more leaves after it. */
+  if (!gpp_no_throw (GST_ELEMENT (self), "gpupacketproc's push task", false, [&] {
+            gst_gpu_packet_proc_loop_body (self);
+            return true;
+          }))
+    gst_pad_pause_task (self->srcpad);
 }
 
 static void

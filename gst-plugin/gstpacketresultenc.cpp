@@ -15,6 +15,7 @@
  * ]|
  */
 #include "gstpacketresultenc.h"
+#include "noexcept.h"
 #include "readyonly.h"
 
 #include <arpa/inet.h>
@@ -353,7 +354,7 @@ csv_header_row ()
 }
 
 static GstFlowReturn
-gst_packet_result_enc_chain (GstPad *, GstObject * parent, GstBuffer * buffer)
+gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buffer)
 {
   GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
   GstMapInfo map;
@@ -502,6 +503,15 @@ gst_packet_result_enc_get_property (GObject * object, guint prop_id, GValue * va
       break;
   }
   GST_OBJECT_UNLOCK (self);
+}
+
+
+/* packetresultenc's chain, run so that no exception leaves it (noexcept.h). */
+static GstFlowReturn
+gst_packet_result_enc_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "packetresultenc's chain", (GstFlowReturn) GST_FLOW_ERROR,
+      [&] { return gst_packet_result_enc_chain_body (pad, parent, buffer); });
 }
 
 static void

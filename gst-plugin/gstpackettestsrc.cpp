@@ -19,6 +19,7 @@
  * ]|
  */
 #include "gstpackettestsrc.h"
+#include "noexcept.h"
 #include "readyonly.h"
 
 #include <chrono>
@@ -187,7 +188,7 @@ gst_packet_test_src_stop (GstBaseSrc * base)
 }
 
 static GstFlowReturn
-gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
+gst_packet_test_src_create_body (GstPushSrc * src, GstBuffer ** out)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (src);
   GST_OBJECT_LOCK (self);
@@ -350,6 +351,15 @@ gst_packet_test_src_finalize (GObject * object)
   g_free (self->acl_rules);
   g_free (self->dpi_patterns);
   G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+
+/* packettestsrc's create, run so that no exception leaves it (noexcept.h). */
+static GstFlowReturn
+gst_packet_test_src_create (GstPushSrc * src, GstBuffer ** out)
+{
+  return gpp_no_throw (GST_ELEMENT (src), "packettestsrc's create", (GstFlowReturn) GST_FLOW_ERROR,
+      [&] { return gst_packet_test_src_create_body (src, out); });
 }
 
 static void

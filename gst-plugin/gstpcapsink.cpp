@@ -16,6 +16,7 @@
  * ]|
  */
 #include "gstpcapsink.h"
+#include "noexcept.h"
 #include "pcap_linktype.h"
 #include "readyonly.h"
 
@@ -197,7 +198,7 @@ gst_pcap_sink_event (GstBaseSink * base, GstEvent * event)
 }
 
 static GstFlowReturn
-gst_pcap_sink_render (GstBaseSink * base, GstBuffer * buffer)
+gst_pcap_sink_render_body (GstBaseSink * base, GstBuffer * buffer)
 {
   GstPcapSink *self = GST_PCAP_SINK (base);
   GstPacketBatchMeta *meta = gst_buffer_get_packet_batch_meta (buffer);
@@ -309,6 +310,15 @@ gst_pcap_sink_finalize (GObject * object)
   GstPcapSink *self = GST_PCAP_SINK (object);
   g_free (self->location);
   G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
+
+/* pcapsink's render, run so that no exception leaves it (noexcept.h). */
+static GstFlowReturn
+gst_pcap_sink_render (GstBaseSink * base, GstBuffer * buffer)
+{
+  return gpp_no_throw (GST_ELEMENT (base), "pcapsink's render", (GstFlowReturn) GST_FLOW_ERROR,
+      [&] { return gst_pcap_sink_render_body (base, buffer); });
 }
 
 static void

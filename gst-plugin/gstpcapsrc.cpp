@@ -32,6 +32,7 @@
  * ]|
  */
 #include "gstpcapsrc.h"
+#include "noexcept.h"
 #include "pcap_linktype.h"
 #include "readyonly.h"
 
@@ -369,7 +370,7 @@ gst_pcap_src_downstream_accepts (GstPcapSrc * self, GstPcapSrcState * state,
 }
 
 static gboolean
-gst_pcap_src_start (GstBaseSrc * base)
+gst_pcap_src_start_body (GstBaseSrc * base)
 {
   GstPcapSrc *self = GST_PCAP_SRC (base);
   auto state = std::make_unique < GstPcapSrcState > ();
@@ -821,7 +822,7 @@ gst_pcap_src_discard_pending (GstPcapSrc * self)
 }
 
 static GstFlowReturn
-gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
+gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
 {
   GstPcapSrc *self = GST_PCAP_SRC (src);
   GstPcapSrcState *st = self->state;
@@ -1013,6 +1014,24 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
     gst_pcap_src_wake (self);
   }
   return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+}
+
+
+/* pcapsrc's start, run so that no exception leaves it (noexcept.h). */
+static gboolean
+gst_pcap_src_start (GstBaseSrc * base)
+{
+  return gpp_no_throw (GST_ELEMENT (base), "pcapsrc's start", (gboolean) FALSE,
+      [&] { return gst_pcap_src_start_body (base); });
+}
+
+
+/* pcapsrc's create, run so that no exception leaves it (noexcept.h). */
+static GstFlowReturn
+gst_pcap_src_create (GstPushSrc * src, GstBuffer ** out)
+{
+  return gpp_no_throw (GST_ELEMENT (src), "pcapsrc's create", (GstFlowReturn) GST_FLOW_ERROR,
+      [&] { return gst_pcap_src_create_body (src, out); });
 }
 
 static void

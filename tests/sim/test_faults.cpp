@@ -3,6 +3,7 @@
 //
 //   arena      pinned allocation fails      -> an error from gpupacketproc, no results
 //   engine     engine creation fails        -> an error from gpupacketproc, no results
+//   throw      engine creation throws       -> the same: no exception leaves a vfunc
 //   submit:3   the third batch cannot start -> results of batches 1-2, then the error
 //   wait:3     the third batch fails        -> results of batches 1-2, then the error
 //   lost:3     the device is lost at batch 3, with batches 4.. in flight or after
@@ -95,8 +96,8 @@ int main(int argc, char **argv) {
     const char *fault;
     size_t packets; // results expected: packets 1..N
   };
-  const Case cases[] = {{"arena", 0}, {"engine", 0}, {"submit:3", 16}, {"wait:3", 16},
-                        {"lost:3", 16}};
+  const Case cases[] = {{"arena", 0},    {"engine", 0}, {"throw", 0},
+                        {"submit:3", 16}, {"wait:3", 16}, {"lost:3", 16}};
   int failures = 0;
   for (const gpp::ModeInfo &info : gpp::kModes) {
     if (!gpp::is_gpu_mode(info.mode)) continue;
