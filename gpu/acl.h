@@ -18,11 +18,7 @@
 
 #include <gpupacket/packet-result.h>
 
-#if defined(__CUDACC__)
-#define GPP_ACL_HD __host__ __device__
-#else
-#define GPP_ACL_HD
-#endif
+#include "host_device.h"
 
 namespace gpp {
 
@@ -39,7 +35,7 @@ struct alignas(16) AclRule {
 };
 
 // The tuple prefix length for a rule's exact one.
-GPP_ACL_HD inline uint8_t acl_coarse_length(uint8_t len, uint8_t ip_version) {
+GPP_HOST_DEVICE inline uint8_t acl_coarse_length(uint8_t len, uint8_t ip_version) {
   const uint8_t step = ip_version == 4 ? 8 : 16;
   return static_cast<uint8_t>(len - len % step);
 }
@@ -102,12 +98,12 @@ struct AclBlobHeader {
   uint32_t index_offset; // uint32_t[]: the AclSlotIndex records and their arrays
 };
 
-GPP_ACL_HD inline uint32_t acl_load_be32(const uint8_t *p) {
+GPP_HOST_DEVICE inline uint32_t acl_load_be32(const uint8_t *p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
 }
 
 // Bits of an IPv4 prefix of `len` bits, as a host-order mask.
-GPP_ACL_HD inline uint32_t acl_mask32(uint8_t len) {
+GPP_HOST_DEVICE inline uint32_t acl_mask32(uint8_t len) {
   return len == 0 ? 0u : len >= 32 ? 0xffffffffu : ~(0xffffffffu >> len);
 }
 
@@ -116,7 +112,7 @@ GPP_ACL_HD inline uint32_t acl_mask32(uint8_t len) {
 // multiplicative hash left the source address's high bits out of them: with
 // masked prefixes whole tuples collided, 196-slot probe runs on 10k rules);
 // IPv6 keys byte by byte.
-GPP_ACL_HD inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
+GPP_HOST_DEVICE inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
   uint64_t k = (static_cast<uint64_t>(src) << 32) | dst;
   k ^= k >> 33;
   k *= 0xff51afd7ed558ccdull;
@@ -126,7 +122,7 @@ GPP_ACL_HD inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
   return static_cast<uint32_t>(k);
 }
 
-GPP_ACL_HD inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
+GPP_HOST_DEVICE inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
   if (addr_len == 4) return acl_hash32(acl_load_be32(src), acl_load_be32(dst));
   uint32_t h = 2166136261u; // FNV-1a
   for (int i = 0; i < addr_len; ++i) h = (h ^ src[i]) * 16777619u;
@@ -134,7 +130,7 @@ GPP_ACL_HD inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int 
   return h ^ (h >> 15);
 }
 
-GPP_ACL_HD inline void acl_mask(const uint8_t *addr, int len_bits, int addr_len, uint8_t *out) {
+GPP_HOST_DEVICE inline void acl_mask(const uint8_t *addr, int len_bits, int addr_len, uint8_t *out) {
   for (int i = 0; i < addr_len; ++i) {
     const int bits = len_bits - 8 * i;
     out[i] = bits >= 8 ? addr[i] : bits <= 0 ? 0 : static_cast<uint8_t>(addr[i] & (0xff00u >> bits));
@@ -142,7 +138,7 @@ GPP_ACL_HD inline void acl_mask(const uint8_t *addr, int len_bits, int addr_len,
 }
 
 // Whether a rule's ports and protocol admit the packet.
-GPP_ACL_HD inline bool acl_ports_match(const AclRule &rule, uint16_t sport, uint16_t dport,
+GPP_HOST_DEVICE inline bool acl_ports_match(const AclRule &rule, uint16_t sport, uint16_t dport,
                                        uint8_t proto) {
   return sport >= rule.sport_lo && sport <= rule.sport_hi && dport >= rule.dport_lo &&
          dport <= rule.dport_hi && (proto & rule.proto_mask) == (rule.proto & rule.proto_mask);
@@ -155,7 +151,7 @@ struct AclPorts {
   uint8_t proto;
 };
 
-GPP_ACL_HD inline AclPorts acl_ports(const GppResult &r) {
+GPP_HOST_DEVICE inline AclPorts acl_ports(const GppResult &r) {
   const bool has_ports = (r.l4_proto == 6 || r.l4_proto == 17) && (r.ip_flags & GPP_IP_L4_PARSED);
   return {static_cast<uint16_t>(has_ports ? r.sport : 0),
           static_cast<uint16_t>(has_ports ? r.dport : 0), r.l4_proto};
@@ -170,7 +166,7 @@ struct AclView {
   const uint32_t *entries;
   const AclRule *entry_rules;
   const uint32_t *index;
-  GPP_ACL_HD explicit AclView(const uint8_t *blob)
+  GPP_HOST_DEVICE explicit AclView(const uint8_t *blob)
       : h(reinterpret_cast<const AclBlobHeader *>(blob)),
         rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
         tuples(reinterpret_cast<const AclTuple *>(blob + h->tuples_offset)),
@@ -181,7 +177,7 @@ struct AclView {
 };
 
 // The interval of `port` among `count` ascending starts (the first is 0).
-GPP_ACL_HD inline uint32_t acl_interval(const uint32_t *bounds, uint32_t count, uint16_t port) {
+GPP_HOST_DEVICE inline uint32_t acl_interval(const uint32_t *bounds, uint32_t count, uint16_t port) {
   uint32_t lo = 0, hi = count;
   while (hi - lo > 1) {
     const uint32_t mid = (lo + hi) / 2;
@@ -195,7 +191,7 @@ GPP_ACL_HD inline uint32_t acl_interval(const uint32_t *bounds, uint32_t count, 
 // `inside(rule)` checks the exact prefixes (the bitmaps cover ports and
 // protocol).  Returns the rule index, or `bound`.
 template <typename Inside>
-GPP_ACL_HD inline uint32_t acl_probe_indexed(const AclView &v, const AclSlot &slot,
+GPP_HOST_DEVICE inline uint32_t acl_probe_indexed(const AclView &v, const AclSlot &slot,
                                              const AclPorts &q, uint32_t bound, Inside inside) {
   const uint32_t *base = v.index;
   const AclSlotIndex &x = *reinterpret_cast<const AclSlotIndex *>(base + slot.index - 1);
@@ -220,14 +216,14 @@ GPP_ACL_HD inline uint32_t acl_probe_indexed(const AclView &v, const AclSlot &sl
 }
 
 // Non-IP packets match nothing.
-GPP_ACL_HD inline bool acl_classifiable(const GppResult &r) {
+GPP_HOST_DEVICE inline bool acl_classifiable(const GppResult &r) {
   return (r.ip_flags & GPP_IP_HEADER_PARSED) != 0;
 }
 
 // One tuple's part of a search, IPv4: addresses and masks as 32-bit words.
 // Returns the first (smallest) rule of the tuple below `bound` that admits
 // the packet, or `bound`.
-GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple, uint32_t src,
+GPP_HOST_DEVICE inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple, uint32_t src,
                                         uint32_t dst, const AclPorts &q, uint32_t bound) {
   const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
   for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
@@ -264,7 +260,7 @@ GPP_ACL_HD inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple,
   }
 }
 
-GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
+GPP_HOST_DEVICE inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
                                         const uint8_t *addr_src, const uint8_t *addr_dst,
                                         const AclPorts &q, uint32_t bound) {
   constexpr int addr_len = 16;
@@ -302,7 +298,7 @@ GPP_ACL_HD inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &tuple,
 // is the smallest matching rule index over all tuples, so the probes of one
 // packet may run in any order, or at once on many GPU threads, and combine
 // with min (acl_block.cuh does).
-GPP_ACL_HD inline uint32_t acl_probe(const AclView &v, uint32_t t, const GppResult &r,
+GPP_HOST_DEVICE inline uint32_t acl_probe(const AclView &v, uint32_t t, const GppResult &r,
                                      const AclPorts &q, uint32_t bound) {
   const AclTuple tuple = v.tuples[t];
   if (tuple.min_rule >= bound || tuple.ip_version != r.ip_version) return bound;
@@ -314,7 +310,7 @@ GPP_ACL_HD inline uint32_t acl_probe(const AclView &v, uint32_t t, const GppResu
 // First matching rule index for a parsed packet, or kAclNoRule.  Tuples are
 // visited in order of their smallest rule, so the search stops at the first
 // tuple that cannot hold an earlier match.
-GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
+GPP_HOST_DEVICE inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r) {
   if (!acl_classifiable(r)) return kAclNoRule;
   const AclView v(blob);
   const AclPorts q = acl_ports(r);
@@ -326,7 +322,7 @@ GPP_ACL_HD inline uint32_t acl_classify(const uint8_t *blob, const GppResult &r)
 
 // Sets the ACL fields of a record from its first matching rule (kAclNoRule:
 // `default_action`).
-GPP_ACL_HD inline void acl_set_result(const uint8_t *blob, uint32_t rule, uint8_t default_action,
+GPP_HOST_DEVICE inline void acl_set_result(const uint8_t *blob, uint32_t rule, uint8_t default_action,
                                       GppResult &r) {
   if (rule == kAclNoRule) {
     r.acl_rule = -1;
@@ -339,7 +335,7 @@ GPP_ACL_HD inline void acl_set_result(const uint8_t *blob, uint32_t rule, uint8_
 }
 
 // Fills the ACL fields of a parsed record; `default_action` for no match.
-GPP_ACL_HD inline void acl_apply(const uint8_t *blob, uint8_t default_action, GppResult &r) {
+GPP_HOST_DEVICE inline void acl_apply(const uint8_t *blob, uint8_t default_action, GppResult &r) {
   acl_set_result(blob, acl_classify(blob, r), default_action, r);
 }
 

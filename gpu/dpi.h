@@ -26,11 +26,7 @@
 
 #include <gpupacket/packet-result.h>
 
-#if defined(__CUDACC__)
-#define GPP_DPI_HD __host__ __device__
-#else
-#define GPP_DPI_HD
-#endif
+#include "host_device.h"
 
 namespace gpp {
 
@@ -82,7 +78,7 @@ struct DpiBlobHeader {
 
 // Whether the longer pattern `lp`, whose prefix the automaton saw end at
 // payload[end], occurs there whole.
-GPP_DPI_HD inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
+GPP_HOST_DEVICE inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
                                   const uint8_t *payload, uint32_t len, uint32_t end) {
   const uint32_t start = end + 1 - kDpiPrefixBytes;
   if (lp.length > len - start) return false;
@@ -97,7 +93,7 @@ GPP_DPI_HD inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
 }
 
 // Adds a count of matches to a saturating hit counter.
-GPP_DPI_HD inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
+GPP_HOST_DEVICE inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
   const uint32_t room = 0xffffffffu - hits;
   hits += n < room ? n : room;
 }
@@ -116,7 +112,7 @@ template <typename Entry> struct DpiWalker {
   uint32_t classes;
   uint32_t s = 0;
 
-  GPP_DPI_HD DpiWalker(const uint8_t *b, const DpiAutomaton &am)
+  GPP_HOST_DEVICE DpiWalker(const uint8_t *b, const DpiAutomaton &am)
       : blob(b), next(reinterpret_cast<const Entry *>(b + am.next_offset)),
         count(reinterpret_cast<const uint32_t *>(b + am.out_count_offset)),
         min_id(reinterpret_cast<const int32_t *>(b + am.out_min_offset)),
@@ -129,7 +125,7 @@ template <typename Entry> struct DpiWalker {
 
   // Advances over payload[pos]; matches the automaton reports there are
   // counted when `counting`.
-  GPP_DPI_HD void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
+  GPP_HOST_DEVICE void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
                        uint32_t &hits, int32_t &best) {
     const Entry e = next[s * classes + byte_class[payload[pos]]];
     s = e & static_cast<Entry>(~kOutput);
@@ -153,8 +149,8 @@ template <typename Entry> struct DpiWalker {
 
 // Stands in for an automaton without patterns.
 struct DpiIdle {
-  GPP_DPI_HD DpiIdle(const uint8_t *, const DpiAutomaton &) {}
-  GPP_DPI_HD void step(const uint8_t *, uint32_t, uint32_t, bool, uint32_t &, int32_t &) {}
+  GPP_HOST_DEVICE DpiIdle(const uint8_t *, const DpiAutomaton &) {}
+  GPP_HOST_DEVICE void step(const uint8_t *, uint32_t, uint32_t, bool, uint32_t &, int32_t &) {}
 };
 
 // Runs both automata over payload[from, to) of a `len`-byte payload as two
@@ -166,7 +162,7 @@ struct DpiIdle {
 // short range runs as one half.  Matches are counted where the automaton
 // reports them, so any cut of a payload into ranges counts each once.
 template <typename W0, typename W1>
-GPP_DPI_HD inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
+GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
                                uint32_t len, uint32_t from, uint32_t to, uint32_t &hits,
                                int32_t &best) {
   W0 a(blob, h->automata[0]), c(blob, h->automata[0]);
@@ -194,7 +190,7 @@ GPP_DPI_HD inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, cons
 
 // Picks the walker of automaton 1 (none, 16- or 32-bit transitions).
 template <typename W0>
-GPP_DPI_HD inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
+GPP_HOST_DEVICE inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
                                     const uint8_t *payload, uint32_t len, uint32_t from,
                                     uint32_t to, uint32_t &hits, int32_t &best) {
   const DpiAutomaton &am = h->automata[1];
@@ -206,7 +202,7 @@ GPP_DPI_HD inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
 
 // The matches the automata report in payload[from, to) of a `len`-byte
 // payload: added to `hits` (saturating), the smallest pattern id into `best`.
-GPP_DPI_HD inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
+GPP_HOST_DEVICE inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
                                       uint32_t from, uint32_t to, uint32_t &hits, int32_t &best) {
   const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
   static_assert(kDpiAutomata == 2, "dpi_run walks two automata");
@@ -220,7 +216,7 @@ GPP_DPI_HD inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payloa
 // Scans `len` payload bytes; fills dpi_pattern (-1 when nothing matched) and
 // dpi_hits (all occurrences of all patterns, overlapping ones included,
 // saturating at 2^32 - 1).
-GPP_DPI_HD inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uint32_t len,
+GPP_HOST_DEVICE inline void dpi_scan(const uint8_t *blob, const uint8_t *payload, uint32_t len,
                                 GppResult &r) {
   int32_t best = -1;
   uint32_t hits = 0;

@@ -11,12 +11,7 @@
 
 #include "acl.h"
 #include "dpi.h"
-
-#if defined(__CUDACC__)
-#define GPP_HOST_DEVICE __host__ __device__
-#else
-#define GPP_HOST_DEVICE
-#endif
+#include "host_device.h"
 
 namespace gpp {
 
