@@ -13,7 +13,7 @@
 
 namespace gpp {
 
-constexpr uint32_t kDpiMinChunk = 16;
+constexpr uint32_t kDpiMinChunk = 8;
 
 template <uint32_t kMaxPackets> struct DpiBlockScratch {
   unsigned long long hits[kMaxPackets];

@@ -43,6 +43,11 @@ run modes build/tests/gpu/test-gpu-modes "$pcaps"
 GPP_GPU_MODES_PROPS="acl-rules=../shared/data/acl/classbench_fw1_1k.rules dpi-patterns=../shared/data/dpi/et_open_emerging-scan.rules" \
   GPP_GPU_MODES_CAPTURES=zeek__wikipedia.pcap,zeek__ssh.pcap,zeek__ftp_ipv6.pcap \
   run modes-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
+# The realistic sets (ClassBench fw1 10k, ET Open 2024's fast patterns) through
+# the element in every mode; test-gpu-parity runs them over every capture.
+realistic="acl-rules=../shared/data/acl/classbench_fw1_10k.rules dpi-patterns=../shared/data/dpi/et_open_2024 dpi-select=fast-pattern"
+GPP_GPU_MODES_PROPS="$realistic" GPP_GPU_MODES_CAPTURES=wikipedia,ssh,http,generated \
+  run modes-realistic build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 # The element defaults to one persistent block per SM; a single block too (every
 # batch over 256 packets then loops on it).
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
@@ -61,6 +66,9 @@ san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section switch
+# The block-wide DPI kernels of the modes test-gpu-parity does not launch.
+GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_PROPS="$realistic" GPP_GPU_MODES_CAPTURES=zeek__ssh.pcap \
+  run racecheck-modes-realistic $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 run racecheck-modes $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --section events
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run memcheck-swap-persistent $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section swap

@@ -7,6 +7,7 @@
 #include <pcap/pcap.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pcap_linktype.h"
@@ -125,35 +127,59 @@ gpp::CoreConfig make_config(bool verify, bool symmetric) {
   return cfg;
 }
 
-// Runs one capture through CPU and GPU at `batch_size`; returns mismatches.
-// `gpu_cfg` is `cfg` with any ACL blob pointer swapped for its device copy.
-size_t compare(const Capture &cap, uint32_t batch_size, const gpp::CoreConfig &cfg,
-               const gpp::CoreConfig &gpu_cfg) {
-  size_t mismatches = 0;
+std::vector<uint8_t> build_batch(const Capture &cap, size_t first, size_t last) {
   gpp::BatchBuilder builder;
+  builder.reset(cap.linktype);
+  for (size_t i = first; i < last; ++i)
+    builder.add(cap.packets[i].bytes.data(), static_cast<uint32_t>(cap.packets[i].bytes.size()),
+                cap.packets[i].wirelen, 1000 * i, i + 1);
+  return builder.finish();
+}
+
+// The CPU's records of a whole capture (they do not depend on the batching),
+// computed on every core: the realistic pattern sets make them the slow half.
+std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cfg) {
+  std::vector<GppResult> out(cap.packets.size());
+  constexpr size_t kPiece = 1024;
+  const size_t pieces = (cap.packets.size() + kPiece - 1) / kPiece;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next++) < pieces;) {
+      const size_t first = k * kPiece, last = std::min(cap.packets.size(), first + kPiece);
+      const std::vector<uint8_t> batch = build_batch(cap, first, last);
+      gpp::process_batch_range(batch.data(), cfg, out.data() + first, 0,
+                               static_cast<uint32_t>(last - first));
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t)
+    threads.emplace_back(work);
+  work();
+  for (auto &t : threads) t.join();
+  return out;
+}
+
+// Runs one capture through the GPU at `batch_size` and compares with the
+// CPU's records; returns mismatches.  `gpu_cfg` is the CPU's config with the
+// ACL and DPI blob pointers swapped for their device copies.
+size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppResult> &cpu,
+               const gpp::CoreConfig &gpu_cfg, const char *what) {
+  size_t mismatches = 0;
   for (size_t first = 0; first < cap.packets.size(); first += batch_size) {
     const size_t last = std::min(cap.packets.size(), first + batch_size);
-    builder.reset(cap.linktype);
-    for (size_t i = first; i < last; ++i)
-      builder.add(cap.packets[i].bytes.data(), static_cast<uint32_t>(cap.packets[i].bytes.size()),
-                  cap.packets[i].wirelen, 1000 * i, i + 1);
-    const std::vector<uint8_t> batch = builder.finish();
-    const uint32_t n = builder.packet_count();
-    std::vector<GppResult> cpu(n), gpu(n);
-    gpp::process_batch_range(batch.data(), cfg, cpu.data(), 0, n);
-
+    const std::vector<uint8_t> batch = build_batch(cap, first, last);
+    const auto n = static_cast<uint32_t>(last - first);
+    std::vector<GppResult> gpu(n);
     DeviceBuffer<uint8_t> d_batch(batch.size());
     DeviceBuffer<GppResult> d_results(n);
     CUDA_CHECK(cudaMemcpy(d_batch.ptr, batch.data(), batch.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, gpu_cfg, d_results.ptr, nullptr));
     CUDA_CHECK(cudaMemcpy(gpu.data(), d_results.ptr, n * sizeof(GppResult), cudaMemcpyDeviceToHost));
     for (uint32_t i = 0; i < n; ++i) {
-      if (std::memcmp(&cpu[i], &gpu[i], sizeof(GppResult)) != 0) {
+      if (std::memcmp(&cpu[first + i], &gpu[i], sizeof(GppResult)) != 0) {
         if (++mismatches <= 5)
-          std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, verify %d, symmetric %d, "
-                       "acl %d, dpi %d)\n", cap.name.c_str(), first + i + 1, batch_size,
-                       cfg.verify_l4_checksum, cfg.symmetric_rss, cfg.acl != nullptr,
-                       cfg.dpi != nullptr);
+          std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, %s)\n", cap.name.c_str(),
+                       first + i + 1, batch_size, what);
       }
     }
   }
@@ -226,9 +252,11 @@ int main(int argc, char **argv) {
   const std::vector<uint32_t> batch_sizes =
       quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
   // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules),
-  // 8 DPI (ET Open scan rules), 16 ACL from the traffic (IPv4 and IPv6; over 4).
+  // 8 DPI (ET Open scan rules), 16 ACL from the traffic (IPv4 and IPv6; over 4),
+  // 32 the realistic sets: ClassBench fw1 10k and ET Open 2024's fast
+  // patterns (over 4 and 8).
   const std::vector<int> variants =
-      quick ? std::vector<int>{0, 15, 16} : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27};
+      quick ? std::vector<int>{0, 15, 16, 32} : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27, 32, 35};
   std::string acl_error;
   const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
   auto acl = gpp::load_acl_rules(acl_path, &acl_error);
@@ -247,6 +275,19 @@ int main(int argc, char **argv) {
   }
   DeviceBuffer<uint8_t> d_dpi(dpi->blob.size());
   CUDA_CHECK(cudaMemcpy(d_dpi.ptr, dpi->blob.data(), dpi->blob.size(), cudaMemcpyHostToDevice));
+  auto big_acl = gpp::load_acl_rules(std::string(argv[1]) + "/../acl/classbench_fw1_10k.rules",
+                                     &acl_error);
+  auto big_dpi = gpp::load_dpi_patterns(std::string(argv[1]) + "/../dpi/et_open_2024", &dpi_error,
+                                        gpp::DpiSelect::FastPattern);
+  if (!big_acl || !big_dpi) {
+    std::fprintf(stderr, "%s\n", (big_acl ? dpi_error : acl_error).c_str());
+    return 1;
+  }
+  DeviceBuffer<uint8_t> d_big_acl(big_acl->blob.size()), d_big_dpi(big_dpi->blob.size());
+  CUDA_CHECK(cudaMemcpy(d_big_acl.ptr, big_acl->blob.data(), big_acl->blob.size(),
+                        cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d_big_dpi.ptr, big_dpi->blob.data(), big_dpi->blob.size(),
+                        cudaMemcpyHostToDevice));
   std::vector<Capture> captures;
   if (DIR *dir = opendir(argv[1])) {
     while (dirent *e = readdir(dir)) {
@@ -295,8 +336,8 @@ int main(int argc, char **argv) {
   size_t packets = 0, mismatches = 0, runs = 0;
   for (const Capture &cap : captures) {
     packets += cap.packets.size();
-    for (uint32_t batch_size : batch_sizes) {
-      for (int variant : variants) {
+    for (int variant : variants) {
+      {
         gpp::CoreConfig cfg = make_config(variant & 1, variant & 2);
         gpp::CoreConfig gpu_cfg = cfg;
         if (variant & 4) {
@@ -313,8 +354,20 @@ int main(int argc, char **argv) {
           gpu_cfg.acl = d_traffic_acl.ptr;
           cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_ALLOW;
         }
-        mismatches += compare(cap, batch_size, cfg, gpu_cfg);
-        ++runs;
+        if (variant & 32) {
+          cfg.acl = big_acl->blob.data();
+          gpu_cfg.acl = d_big_acl.ptr;
+          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_DROP;
+          cfg.dpi = big_dpi->blob.data();
+          gpu_cfg.dpi = d_big_dpi.ptr;
+        }
+        char what[64];
+        std::snprintf(what, sizeof what, "settings %d", variant);
+        const std::vector<GppResult> cpu = cpu_records(cap, cfg);
+        for (uint32_t batch_size : batch_sizes) {
+          mismatches += compare(cap, batch_size, cpu, gpu_cfg, what);
+          ++runs;
+        }
       }
     }
   }
