@@ -251,7 +251,6 @@ struct Automaton {
   // next, count and min_id are in build order; the blob numbers states
   // breadth-first: its state i is build state order[i], build state s is renumber[s].
   std::vector<uint32_t> order, renumber;
-  std::vector<uint8_t> depth; // build order: length of the state's string
 };
 
 // `long_index[id]`: the pattern's place among the long patterns (if long).
@@ -270,7 +269,6 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
   go[0].fill(kNone);
   std::vector<uint32_t> count(1, 0);
   std::vector<int32_t> min_id(1, -1);
-  std::vector<uint8_t> depth(1, 0);
   bool any = false;
   for (size_t id = 0; id < patterns.size(); ++id) {
     if (patterns[id].nocase != nocase) continue;
@@ -278,7 +276,7 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
     uint32_t s = 0;
     const std::string &bytes = patterns[id].bytes;
     for (unsigned char c : bytes.substr(0, kDpiPrefixBytes)) {
-      if (nocase) c = dpi_fold(c); // as dpi_scan
+      if (nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A')); // as dpi_scan
       if (go[s][c] == kNone) {
         if (go.size() == kMaxDpiStates) {
           *why = "the patterns need more than " + std::to_string(kMaxDpiStates) +
@@ -292,7 +290,6 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
         go.back().fill(kNone);
         count.push_back(0);
         min_id.push_back(-1);
-        depth.push_back(static_cast<uint8_t>(depth[s] + 1));
       }
       s = go[s][c];
     }
@@ -350,7 +347,6 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
   am->next = std::move(go);
   am->count = std::move(count);
   am->min_id = std::move(min_id);
-  am->depth = std::move(depth);
   return true;
 }
 
@@ -363,132 +359,13 @@ uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint
   std::array<bool, 256> used{};
   for (const DpiPattern &p : patterns)
     if (p.nocase == nocase)
-      for (unsigned char c : p.bytes) used[nocase ? dpi_fold(c) : c] = true;
+      for (unsigned char c : p.bytes) used[nocase && c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c] = true;
   const size_t used_count = std::count(used.begin(), used.end(), true);
   uint32_t classes = used_count == 256 ? 0 : 1; // all bytes used: no shared class 0
   for (int c = 0; c < 256; ++c) byte_class[c] = used[c] ? static_cast<uint8_t>(classes++) : 0;
   if (nocase)
     for (int c = 'A'; c <= 'Z'; ++c) byte_class[c] = byte_class[c + ('a' - 'A')];
   return classes;
-}
-
-size_t align32(size_t n) { return (n + 31) / 32 * 32; }
-
-// The hash of an automaton's deep transitions (dpi.h): two buckets of four
-// a key, filled to at most half by cuckoo insertion.  A key stays in its first
-// bucket where it can (a lookup then reads one bucket); a key put in its
-// second bucket flags its first, and flags are never cleared (a stale one
-// costs a lookup one more bucket, never a wrong answer).
-struct DeepHash {
-  uint32_t bits = 1;
-  std::vector<DpiDeepBucket> buckets;
-
-  bool place(uint32_t b, uint32_t key, uint32_t next) {
-    for (int k = 0; k < 4; ++k)
-      if ((buckets[b].slot[2 * k] & ~kDpiDeepOverflow) == 0) {
-        buckets[b].slot[2 * k] |= key;
-        buckets[b].slot[2 * k + 1] = next;
-        return true;
-      }
-    return false;
-  }
-  void flag_first(uint32_t key) { buckets[dpi_deep_bucket(key, bits, 0)].slot[0] |= kDpiDeepOverflow; }
-
-  bool insert(uint32_t key, uint32_t next, uint32_t &random) {
-    for (int kick = 0; kick < 500; ++kick) {
-      const uint32_t first = dpi_deep_bucket(key, bits, 0), second = dpi_deep_bucket(key, bits, 1);
-      if (place(first, key, next)) return true;
-      if (place(second, key, next)) {
-        flag_first(key);
-        return true;
-      }
-      // Both full: take a random slot of one, and move its key on.
-      random = random * 1664525u + 1013904223u;
-      const bool into_second = random & 0x10000u;
-      const uint32_t b = into_second ? second : first;
-      uint32_t *slot = &buckets[b].slot[2 * ((random >> 20) & 3)];
-      const uint32_t victim = slot[0] & ~kDpiDeepOverflow, victim_next = slot[1];
-      slot[0] = (slot[0] & kDpiDeepOverflow) | key;
-      slot[1] = next;
-      if (into_second) flag_first(key);
-      key = victim;
-      next = victim_next;
-    }
-    return false;
-  }
-  // Whether every transition found room; false: try again with more bits.
-  bool fill(const std::vector<std::pair<uint32_t, uint32_t>> &transitions) {
-    buckets.assign(size_t{1} << bits, DpiDeepBucket{});
-    uint32_t random = 12345;
-    for (const auto &[key, next] : transitions)
-      if (!insert(key, next, random)) return false;
-    return true;
-  }
-  void build(const std::vector<std::pair<uint32_t, uint32_t>> &transitions) {
-    while ((size_t{4} << bits) < 2 * transitions.size()) ++bits;
-    while (!fill(transitions)) ++bits;
-  }
-};
-
-// An automaton's compact tables (dpi.h), states numbered breadth-first.
-struct CompactAutomaton {
-  uint32_t classes = 0, shallow = 0, pair_bytes = 2;
-  std::vector<uint32_t> pair; // (classes + 1) * classes entries, output flag in bit 31
-  DeepHash deep;
-  std::vector<std::pair<uint32_t, uint32_t>> deep_transitions;
-  std::vector<DpiStateOut> out;
-};
-
-// `has_output(t)` for blob state t.  Returns false (with `why`) only if the
-// tables would not reproduce the full automaton: a defect, checked on
-// every transition so it cannot go unnoticed.
-bool compact_automaton(const Automaton &am, const uint8_t *byte_class, uint32_t classes,
-                       bool nocase, const std::vector<bool> &has_output, CompactAutomaton *out,
-                       std::string *why) {
-  const uint32_t states = static_cast<uint32_t>(am.next.size());
-  out->classes = classes;
-  // A byte of each class (for nocase, never an upper-case letter: the trie
-  // holds folded bytes only).
-  std::vector<int> representative(classes, -1);
-  for (int c = 0; c < 256; ++c)
-    if (!(nocase && c >= 'A' && c <= 'Z') && representative[byte_class[c]] < 0)
-      representative[byte_class[c]] = c;
-  auto blob_depth = [&](uint32_t t) { return am.depth[am.order[t]]; };
-  auto target = [&](uint32_t s, uint32_t cls) { // blob states
-    return am.renumber[am.next[am.order[s]][representative[cls]]];
-  };
-  auto flagged = [&](uint32_t t) { return t | (has_output[t] ? kDpiDeepOutput : 0); };
-  uint32_t pair_states = 0; // states of depth <= kDpiPairDepth: the pair table's targets
-  while (pair_states < states && blob_depth(pair_states) <= kDpiPairDepth) ++pair_states;
-  while (out->shallow < states && blob_depth(out->shallow) <= 1) ++out->shallow;
-  out->pair_bytes = pair_states <= 0x8000u ? 2 : 4;
-  out->pair.assign(static_cast<size_t>(classes + 1) * classes, 0);
-  for (uint32_t prev = 0; prev <= classes; ++prev)
-    for (uint32_t cls = 0; cls < classes; ++cls) {
-      const uint32_t after_prev = prev == classes ? 0 : target(0, prev);
-      out->pair[static_cast<size_t>(prev) * classes + cls] = flagged(target(after_prev, cls));
-    }
-  // A state's last byte's class, to check the pair table stands in for
-  // every shallow transition of a deep state.
-  std::vector<uint32_t> last_class(states, classes);
-  for (uint32_t s = 0; s < out->shallow; ++s)
-    for (uint32_t cls = 0; cls < classes; ++cls) {
-      const uint32_t t = target(s, cls);
-      if (blob_depth(t) == blob_depth(s) + 1) last_class[t] = cls;
-    }
-  for (uint32_t s = out->shallow; s < states; ++s)
-    for (uint32_t cls = 0; cls < classes; ++cls) {
-      const uint32_t t = target(s, cls);
-      if (blob_depth(t) == blob_depth(s) + 1) last_class[t] = cls;
-      if (blob_depth(t) > kDpiPairDepth) {
-        out->deep_transitions.emplace_back(dpi_deep_key(s, cls), flagged(t));
-      } else if (out->pair[static_cast<size_t>(last_class[s]) * classes + cls] != flagged(t)) {
-        *why = "internal error: the DPI pair table misses a transition";
-        return false;
-      }
-    }
-  out->deep.build(out->deep_transitions);
-  return true;
 }
 
 bool build_blob(DpiPatternSet &set, std::string *why) {
@@ -503,35 +380,17 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   // The two automata are independent: the nocase one is built on a second
   // thread (a large rule set loads in about half the time).
   Automaton am[kDpiAutomata];
-  CompactAutomaton compact[kDpiAutomata];
-  DpiBlobHeader h{};
-  std::string whys[kDpiAutomata];
-  bool ok[kDpiAutomata] = {false, false};
-  auto build_one = [&](int a) {
-    if (!build_automaton(set.patterns, a == 1, long_index, &am[a], &whys[a])) return;
-    DpiAutomaton &d = h.automata[a];
-    d.states = static_cast<uint32_t>(am[a].next.size());
-    d.nocase = a == 1;
-    ok[a] = true;
-    if (!d.states) return;
-    d.classes = byte_classes(set.patterns, a == 1, d.byte_class);
-    std::vector<bool> has_output(d.states);
-    std::vector<uint32_t> candidates(d.states, 0);
-    for (const auto &candidate : am[a].candidates) candidates[candidate.first]++;
-    for (uint32_t s = 0; s < d.states; ++s)
-      has_output[s] = am[a].count[am[a].order[s]] || candidates[s];
-    ok[a] = compact_automaton(am[a], d.byte_class, d.classes, a == 1, has_output, &compact[a],
-                              &whys[a]);
-    am[a].next = {}; // the full table (most of the memory) is no longer needed
-  };
-  std::thread nocase(build_one, 1);
-  build_one(0);
+  std::string nocase_why;
+  bool nocase_ok = false;
+  std::thread nocase([&] { nocase_ok = build_automaton(set.patterns, true, long_index, &am[1], &nocase_why); });
+  const bool case_ok = build_automaton(set.patterns, false, long_index, &am[0], why);
   nocase.join();
-  for (int a = 0; a < kDpiAutomata; ++a)
-    if (!ok[a]) {
-      *why = whys[a];
-      return false;
-    }
+  if (!case_ok) return false;
+  if (!nocase_ok) {
+    *why = nocase_why;
+    return false;
+  }
+  DpiBlobHeader h{};
   h.magic = kDpiBlobMagic;
   h.pattern_count = static_cast<uint32_t>(set.patterns.size());
   for (const DpiPattern &p : set.patterns)
@@ -543,69 +402,87 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   h.long_count = static_cast<uint32_t>(long_ids.size());
   h.long_offset = static_cast<uint32_t>(offset);
   offset = align16(offset + long_ids.size() * sizeof(DpiLongPattern));
+  h.long_ids_offset = static_cast<uint32_t>(offset);
+  offset = align16(offset + (am[0].candidates.size() + am[1].candidates.size()) * sizeof(uint32_t));
   const size_t tails_offset = offset;
   for (uint32_t id : long_ids) offset += set.patterns[id].bytes.size() - kDpiPrefixBytes;
-  for (int a = 0; a < kDpiAutomata; ++a) {
-    DpiAutomaton &d = h.automata[a];
-    if (!d.states) continue;
-    const CompactAutomaton &c = compact[a];
-    d.shallow = c.shallow;
-    d.pair_bytes = c.pair_bytes;
-    d.pair_offset = static_cast<uint32_t>(offset = align16(offset));
-    offset += c.pair.size() * c.pair_bytes;
-    d.deep_offset = static_cast<uint32_t>(offset = align32(offset));
-    d.deep_bits = c.deep.bits;
-    d.deep_count = static_cast<uint32_t>(c.deep_transitions.size());
-    offset += c.deep.buckets.size() * sizeof(DpiDeepBucket);
-    d.out_offset = static_cast<uint32_t>(offset = align16(offset));
-    offset += static_cast<size_t>(d.states) * sizeof(DpiStateOut);
-  }
   offset = align16(offset);
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    const size_t states = am[a].next.size();
+    DpiAutomaton &d = h.automata[a];
+    d.states = static_cast<uint32_t>(states);
+    d.classes = states ? byte_classes(set.patterns, a == 1, d.byte_class) : 0;
+    d.entry_bytes = states < kDpiMaxStates16 ? 2 : 4;
+    d.next_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * d.classes * d.entry_bytes);
+    d.out_count_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(uint32_t));
+    d.out_min_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(int32_t));
+    d.candidates_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(DpiCandidates));
+  }
   if (offset > 0xffffffffu) {
     *why = "the automata exceed 4 GiB";
     return false;
   }
   h.total_size = static_cast<uint32_t>(offset);
   set.blob.assign(offset, 0);
-  uint8_t *blob = set.blob.data();
-  std::memcpy(blob, &h, sizeof h);
-  // The long patterns, by automaton then state, and their tails (lower-cased
-  // for nocase, as compared).
+  std::memcpy(set.blob.data(), &h, sizeof h);
+  // The long patterns and their tails (lower-cased for nocase, as compared).
   size_t tail = tails_offset;
-  uint32_t next_long = 0;
+  for (size_t k = 0; k < long_ids.size(); ++k) {
+    const DpiPattern &p = set.patterns[long_ids[k]];
+    const DpiLongPattern lp{static_cast<int32_t>(long_ids[k]), static_cast<uint32_t>(p.bytes.size()),
+                            static_cast<uint32_t>(tail), p.nocase ? 1u : 0u};
+    std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
+    for (size_t i = kDpiPrefixBytes; i < p.bytes.size(); ++i) {
+      unsigned char c = static_cast<unsigned char>(p.bytes[i]);
+      if (p.nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A'));
+      set.blob[tail++] = c;
+    }
+  }
+  // Each automaton's candidate lists, one run of long_ids per state.
+  uint32_t next_long_id = 0;
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    const DpiAutomaton &d = h.automata[a];
+    auto *cands = reinterpret_cast<DpiCandidates *>(set.blob.data() + d.candidates_offset);
+    auto *ids = reinterpret_cast<uint32_t *>(set.blob.data() + h.long_ids_offset);
+    for (const auto &[state, long_pattern] : am[a].candidates) {
+      if (cands[state].count == 0) cands[state].first = next_long_id;
+      cands[state].count++;
+      ids[next_long_id++] = long_pattern;
+    }
+  }
   for (int a = 0; a < kDpiAutomata; ++a) {
     const DpiAutomaton &d = h.automata[a];
     if (!d.states) continue;
-    const CompactAutomaton &c = compact[a];
-    std::vector<DpiStateOut> out(d.states);
+    // Compress each 256-wide row: a class's transition is its bytes' (alike).
+    // The entry's top bit flags a target state with output.
+    const uint32_t output_flag = d.entry_bytes == 2 ? 0x8000u : 0x80000000u;
+    uint8_t *table = set.blob.data() + d.next_offset;
     for (uint32_t s = 0; s < d.states; ++s)
-      out[s] = {am[a].count[am[a].order[s]], am[a].min_id[am[a].order[s]], 0, 0};
-    for (const auto &[state, long_pattern] : am[a].candidates) {
-      if (out[state].long_count == 0) out[state].long_first = next_long;
-      out[state].long_count++;
-      const DpiPattern &p = set.patterns[long_ids[long_pattern]];
-      DpiLongPattern lp{static_cast<int32_t>(long_ids[long_pattern]),
-                        static_cast<uint32_t>(p.bytes.size()), static_cast<uint32_t>(tail), 0};
-      for (size_t i = kDpiPrefixBytes; i < p.bytes.size(); ++i) {
-        const auto c8 = static_cast<uint8_t>(p.bytes[i]);
-        const uint8_t b = p.nocase ? dpi_fold(c8) : c8;
-        if (i < kDpiPrefixBytes + 4) lp.head |= static_cast<uint32_t>(b) << (8 * (i - kDpiPrefixBytes));
-        blob[tail++] = b;
+      for (int c = 0; c < 256; ++c) {
+        if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
+        const uint32_t to = am[a].renumber[am[a].next[am[a].order[s]][c]];
+        const auto *cands =
+            reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
+        const uint32_t entry =
+            to | (am[a].count[am[a].order[to]] || cands[to].count ? output_flag : 0);
+        const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
+        if (d.entry_bytes == 2) {
+          const uint16_t e16 = static_cast<uint16_t>(entry);
+          std::memcpy(table + 2 * at, &e16, 2);
+        } else {
+          std::memcpy(table + 4 * at, &entry, 4);
+        }
       }
-      std::memcpy(blob + h.long_offset + next_long++ * sizeof lp, &lp, sizeof lp);
+    auto *count = reinterpret_cast<uint32_t *>(set.blob.data() + d.out_count_offset);
+    auto *min_id = reinterpret_cast<int32_t *>(set.blob.data() + d.out_min_offset);
+    for (uint32_t s = 0; s < d.states; ++s) {
+      count[s] = am[a].count[am[a].order[s]];
+      min_id[s] = am[a].min_id[am[a].order[s]];
     }
-    std::memcpy(blob + d.out_offset, out.data(), out.size() * sizeof(DpiStateOut));
-    for (size_t i = 0; i < c.pair.size(); ++i) {
-      const uint32_t e = c.pair[i];
-      if (c.pair_bytes == 2) {
-        const auto e16 = static_cast<uint16_t>((e & ~kDpiDeepOutput) | (e & kDpiDeepOutput ? 0x8000u : 0));
-        std::memcpy(blob + d.pair_offset + 2 * i, &e16, 2);
-      } else {
-        std::memcpy(blob + d.pair_offset + 4 * i, &e, 4);
-      }
-    }
-    std::memcpy(blob + d.deep_offset, c.deep.buckets.data(),
-                c.deep.buckets.size() * sizeof(DpiDeepBucket));
   }
   return true;
 }
@@ -624,8 +501,8 @@ void DpiPatternSet::naive_scan(const uint8_t *payload, uint32_t len, int32_t *pa
       for (size_t k = 0; k < p.bytes.size() && match; ++k) {
         unsigned char a = payload[at + k], b = static_cast<unsigned char>(p.bytes[k]);
         if (p.nocase) { // ASCII letters only, as dpi_scan
-          a = dpi_fold(a);
-          b = dpi_fold(b);
+          if (a >= 'A' && a <= 'Z') a = static_cast<unsigned char>(a + ('a' - 'A'));
+          if (b >= 'A' && b <= 'Z') b = static_cast<unsigned char>(b + ('a' - 'A'));
         }
         match = a == b;
       }
