@@ -123,27 +123,55 @@ template <typename Entry> struct DpiWalker {
             b + reinterpret_cast<const DpiBlobHeader *>(b)->long_offset)),
         byte_class(am.byte_class), classes(am.classes) {}
 
-  // Advances over payload[pos]; matches the automaton reports there are
-  // counted when `counting`.
-  GPP_HOST_DEVICE void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
-                       uint32_t &hits, int32_t &best) {
-    const Entry e = next[s * classes + byte_class[payload[pos]]];
-    s = e & static_cast<Entry>(~kOutput);
-    if ((e & kOutput) && counting) {
-      const uint32_t n = count[s];
-      if (n) {
-        dpi_add_hits(hits, n);
-        if (best < 0 || min_id[s] < best) best = min_id[s];
-      }
-      const DpiCandidates c = candidates[s];
-      for (uint32_t k = 0; k < c.count; ++k) {
-        const DpiLongPattern &lp = longs[long_ids[c.first + k]];
-        if (dpi_verify(blob, lp, payload, len, pos)) {
-          dpi_add_hits(hits, 1);
-          if (best < 0 || lp.id < best) best = lp.id;
-        }
+  // The output of a state reached at payload[pos] is read one step later
+  // (report() at the next step, or finish()): its loads then overlap that
+  // step's table load instead of adding to the chain of dependent loads
+  // every byte waits for.  Likewise the next byte's class is read ahead.
+  static constexpr uint32_t kNoPending = 0xffffffffu;
+  uint32_t pending = kNoPending, pending_pos = 0;
+  uint32_t ahead_pos = 0xffffffffu, ahead_class = 0;
+
+  GPP_HOST_DEVICE void report(const uint8_t *payload, uint32_t len, uint32_t state, uint32_t pos,
+                              uint32_t &hits, int32_t &best) const {
+    const uint32_t n = count[state];
+    if (n) {
+      dpi_add_hits(hits, n);
+      if (best < 0 || min_id[state] < best) best = min_id[state];
+    }
+    const DpiCandidates c = candidates[state];
+    for (uint32_t k = 0; k < c.count; ++k) {
+      const DpiLongPattern &lp = longs[long_ids[c.first + k]];
+      if (dpi_verify(blob, lp, payload, len, pos)) {
+        dpi_add_hits(hits, 1);
+        if (best < 0 || lp.id < best) best = lp.id;
       }
     }
+  }
+
+  // Advances over payload[pos]; matches the automaton reports there are
+  // counted when `counting` (by the next step or finish()).
+  GPP_HOST_DEVICE void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
+                            uint32_t &hits, int32_t &best) {
+    const uint32_t cls = ahead_pos == pos ? ahead_class : byte_class[payload[pos]];
+    const Entry e = next[s * classes + cls];
+    if (pos + 1 < len) {
+      ahead_pos = pos + 1;
+      ahead_class = byte_class[payload[pos + 1]];
+    }
+    if (pending != kNoPending) {
+      report(payload, len, pending, pending_pos, hits, best);
+      pending = kNoPending;
+    }
+    s = e & static_cast<Entry>(~kOutput);
+    if ((e & kOutput) && counting) {
+      pending = s;
+      pending_pos = pos;
+    }
+  }
+  // Counts the output of the last step.
+  GPP_HOST_DEVICE void finish(const uint8_t *payload, uint32_t len, uint32_t &hits, int32_t &best) {
+    if (pending != kNoPending) report(payload, len, pending, pending_pos, hits, best);
+    pending = kNoPending;
   }
 };
 
@@ -151,6 +179,7 @@ template <typename Entry> struct DpiWalker {
 struct DpiIdle {
   GPP_HOST_DEVICE DpiIdle(const uint8_t *, const DpiAutomaton &) {}
   GPP_HOST_DEVICE void step(const uint8_t *, uint32_t, uint32_t, bool, uint32_t &, int32_t &) {}
+  GPP_HOST_DEVICE void finish(const uint8_t *, uint32_t, uint32_t &, int32_t &) {}
 };
 
 // Runs both automata over payload[from, to) of a `len`-byte payload as two
@@ -186,6 +215,10 @@ GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h,
       d.step(payload, len, i, i >= mid, hits, best);
     }
   }
+  a.finish(payload, len, hits, best);
+  b.finish(payload, len, hits, best);
+  c.finish(payload, len, hits, best);
+  d.finish(payload, len, hits, best);
 }
 
 // Picks the walker of automaton 1 (none, 16- or 32-bit transitions).
