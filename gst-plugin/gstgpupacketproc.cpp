@@ -62,6 +62,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "acl_rules.h"
 #include "batchbuffer.h"
@@ -72,7 +73,7 @@
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
-#include "latencywindow.h"
+#include "procstats.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
@@ -98,15 +99,6 @@ static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect:
     (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
     "dpi-select values are gpp::DpiSelect's");
 
-using gpp::kModeCount;
-/* Processing latency reported for a mode before it has run this many
- * batches (enough that its p99 is not just the slowest warm-up batch); from
- * then on its measured p99 (chain entry to result push), re-announced with a
- * LATENCY message when it drifts by more than a quarter (checked every
- * kLatencyRecheckBatches batches). */
-constexpr GstClockTime kDefaultProcessingLatency = 2 * GST_MSECOND;
-constexpr guint64 kLatencyMeasuredBatches = 128;
-constexpr guint64 kLatencyRecheckBatches = 1024;
 /* The results pool is this many times pool-size: 128-byte records for
  * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
 constexpr size_t kResultsPoolFactor = 4;
@@ -154,7 +146,10 @@ enum
   PROP_STATS,
 };
 
-/* A batch on the GPU, or a serialized event waiting behind batches. */
+/* A batch on the GPU, or a serialized event waiting behind batches.  Owns
+ * its event, buffers and maps: moved along the queue, and whatever it still
+ * holds is released when it is destroyed (a flush, shutdown or failed start
+ * drops an item just so). */
 struct PendingItem
 {
   GstEvent *event = nullptr;    /* set for events */
@@ -170,6 +165,70 @@ struct PendingItem
   gpp::Mode mode = gpp::Mode::Cpu;
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
   std::shared_ptr<const gpp::DpiPatternSet> dpi;
+
+  PendingItem () = default;
+  explicit PendingItem (GstEvent * e) : event (e) {}
+  PendingItem (PendingItem && other) noexcept { swap (other); }
+  PendingItem & operator= (PendingItem && other) noexcept
+  {
+    PendingItem taken (std::move (other));
+    swap (taken);               /* what this held goes with `taken` */
+    return *this;
+  }
+  PendingItem (const PendingItem &) = delete;
+  PendingItem & operator= (const PendingItem &) = delete;
+  ~PendingItem () { release (); }
+
+  GstEvent *take_event () { return std::exchange (event, nullptr); }
+
+  /* The results buffer to push, with the batch's timestamps and meta; the
+   * item holds nothing after. */
+  GstBuffer *take_results ()
+  {
+    gst_buffer_unmap (results, &results_map);
+    gst_buffer_unmap (staging ? staging : batch, &batch_map);
+    batch_map = {};
+    gst_clear_buffer (&staging);
+    gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+    gst_buffer_add_packet_batch_meta (results, batch);
+    gst_clear_buffer (&batch);
+    return std::exchange (results, nullptr);
+  }
+
+  /* Drops whatever part of the item was set up. */
+  void release ()
+  {
+    if (event)
+      gst_event_unref (std::exchange (event, nullptr));
+    if (results) {
+      gst_buffer_unmap (results, &results_map);
+      gst_clear_buffer (&results);
+    }
+    GstBuffer *mapped = staging ? staging : batch;
+    if (mapped && batch_map.data)
+      gst_buffer_unmap (mapped, &batch_map);
+    batch_map = {};
+    gst_clear_buffer (&staging);
+    gst_clear_buffer (&batch);
+  }
+
+private:
+  void swap (PendingItem & o) noexcept
+  {
+    std::swap (event, o.event);
+    std::swap (batch, o.batch);
+    std::swap (staging, o.staging);
+    std::swap (batch_map, o.batch_map);
+    std::swap (results, o.results);
+    std::swap (results_map, o.results_map);
+    std::swap (count, o.count);
+    std::swap (bytes, o.bytes);
+    std::swap (first_capture_ns, o.first_capture_ns);
+    std::swap (entry, o.entry);
+    std::swap (mode, o.mode);
+    acl.swap (o.acl);
+    dpi.swap (o.dpi);
+  }
 };
 
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
@@ -204,39 +263,6 @@ struct GppProcState
       gst_object_unref (input_allocator);
     if (results_allocator)
       gst_object_unref (results_allocator);
-  }
-};
-
-struct GppProcStats
-{
-  std::mutex lock;
-  guint64 batches = 0;
-  guint64 packets = 0;
-  guint64 bytes = 0;            /* captured packet bytes processed */
-  guint64 malformed = 0;        /* packets with any status flag */
-  guint64 copied_batches = 0;   /* batches copied into the pinned pool */
-  guint64 copied_bytes = 0;
-  guint64 bytes_h2d = 0, bytes_d2h = 0;  /* of engines already destroyed */
-  guint max_in_flight = 0;
-  LatencyWindow latency;        /* chain entry to result push, ns, all modes */
-  LatencyWindow mode_latency[kModeCount];
-  guint64 mode_batches[kModeCount] = {};
-  guint64 announced_latency[kModeCount] = {}; /* p99 last posted in a LATENCY message */
-  LatencyWindow capture_latency; /* first packet's capture to result push, wall clock */
-
-  void reset ()
-  {
-    std::lock_guard<std::mutex> guard (lock);
-    batches = packets = bytes = malformed = copied_batches = copied_bytes = 0;
-    bytes_h2d = bytes_d2h = 0;
-    max_in_flight = 0;
-    latency.clear ();
-    capture_latency.clear ();
-    for (int m = 0; m < kModeCount; m++) {
-      mode_latency[m].clear ();
-      mode_batches[m] = 0;
-      announced_latency[m] = 0;
-    }
   }
 };
 
@@ -461,70 +487,11 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
     uint32_t count, guint64 bytes, std::chrono::steady_clock::time_point entry,
     guint64 capture_ns)
 {
-  guint64 malformed = 0;
-  for (uint32_t i = 0; i < count; i++)
-    malformed += records[i].status != 0;
-  const guint64 latency = elapsed_ns (entry);
   const guint64 wall = capture_ns ? gpp_capture_clock_ns () : 0;
-  bool measured = false;
-  {
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->batches++;
-    self->stats->packets += count;
-    self->stats->bytes += bytes;
-    self->stats->malformed += malformed;
-    const int m = static_cast<int> (mode);
-    self->stats->latency.add (latency);
-    self->stats->mode_latency[m].add (latency);
-    const guint64 n = ++self->stats->mode_batches[m];
-    if (n == kLatencyMeasuredBatches ||
-        (n > kLatencyMeasuredBatches && n % kLatencyRecheckBatches == 0)) {
-      const guint64 p99 = self->stats->mode_latency[m].percentile (99);
-      const guint64 was = self->stats->announced_latency[m];
-      measured = n == kLatencyMeasuredBatches || p99 > was + was / 4 || p99 < was - was / 4;
-      if (measured)
-        self->stats->announced_latency[m] = p99;
-    }
-    if (capture_ns)
-      self->stats->capture_latency.add (wall > capture_ns ? wall - capture_ns : 0);
-  }
+  const bool measured = self->stats->account (mode, records, count, bytes, elapsed_ns (entry),
+      capture_ns != 0, wall > capture_ns ? wall - capture_ns : 0);
   if (measured)
     gst_element_post_message (GST_ELEMENT (self), gst_message_new_latency (GST_OBJECT (self)));
-}
-
-/* Turns a finished item into the results buffer to push; takes its buffers. */
-static GstBuffer *
-finish_results (PendingItem & item)
-{
-  gst_buffer_unmap (item.results, &item.results_map);
-  gst_buffer_unmap (item.staging ? item.staging : item.batch, &item.batch_map);
-  gst_clear_buffer (&item.staging);
-  gst_buffer_copy_into (item.results, item.batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-  gst_buffer_add_packet_batch_meta (item.results, item.batch);
-  gst_clear_buffer (&item.batch);
-  GstBuffer *results = item.results;
-  item.results = nullptr;
-  return results;
-}
-
-/* Drops an item nobody will see (flush, shutdown, a failed start): whatever
- * part of it was set up. */
-static void
-discard_item (PendingItem & item)
-{
-  if (item.event) {
-    gst_event_unref (item.event);
-    return;
-  }
-  if (item.results) {
-    gst_buffer_unmap (item.results, &item.results_map);
-    gst_clear_buffer (&item.results);
-  }
-  GstBuffer *mapped = item.staging ? item.staging : item.batch;
-  if (mapped && item.batch_map.data)
-    gst_buffer_unmap (mapped, &item.batch_map);
-  gst_clear_buffer (&item.staging);
-  gst_clear_buffer (&item.batch);
 }
 
 /* Waits until every queued item is out; FALSE when a flush interrupts. */
@@ -574,17 +541,18 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
       gst_pad_pause_task (self->srcpad);
       return;
     }
-    item = st->queue.front ();
+    item = std::move (st->queue.front ());
     st->queue.pop_front ();
     st->queued--;
   }
 
   GstFlowReturn flow = GST_FLOW_OK;
   if (item.event) {
+    GstEvent *event = item.take_event ();
     if (st->flushing.load ())
-      gst_event_unref (item.event);
+      gst_event_unref (event);
     else
-      gst_pad_push_event (self->srcpad, item.event);
+      gst_pad_push_event (self->srcpad, event);
   } else {
     std::string error;
     const bool ok = st->gpu->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
@@ -601,13 +569,13 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
       if (!failed_before)
         GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
                 gpp::mode_name (item.mode)), ("%s", error.c_str ()));
-      discard_item (item);
+      item.release ();
       flow = GST_FLOW_ERROR;
     } else {
       gst_gpu_packet_proc_account (self, item.mode,
           reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
           item.entry, item.first_capture_ns);
-      GstBuffer *results = finish_results (item);
+      GstBuffer *results = item.take_results ();
       if (st->flushing.load ())
         gst_buffer_unref (results);
       else
@@ -632,9 +600,7 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
   if (st) {
     std::lock_guard<std::mutex> lock (st->lock);
     if (st->outstanding > 0) {
-      PendingItem item;
-      item.event = event;
-      st->queue.push_back (item);
+      st->queue.emplace_back (event);
       st->queued++;
       st->outstanding++;
       st->changed.notify_all ();
@@ -826,10 +792,7 @@ gst_gpu_packet_proc_processing_latency (GstGpuPacketProc * self)
   GST_OBJECT_LOCK (self);
   const int mode = static_cast<int> (to_engine_mode (self->mode));
   GST_OBJECT_UNLOCK (self);
-  std::lock_guard<std::mutex> guard (self->stats->lock);
-  if (self->stats->mode_batches[mode] < kLatencyMeasuredBatches)
-    return kDefaultProcessingLatency;
-  return self->stats->mode_latency[mode].percentile (99);
+  return self->stats->processing_latency (static_cast<gpp::Mode> (mode));
 }
 
 static gboolean
@@ -883,9 +846,7 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
   }
   if (old) {
     const gpp::GpuCounters c = old->counters ();
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->bytes_h2d += c.bytes_h2d;
-    self->stats->bytes_d2h += c.bytes_d2h;
+    self->stats->add_engine_traffic (c.bytes_h2d, c.bytes_d2h);
   }
   old.reset ();                 /* persistent: stops the resident kernel */
   if (mode == gpp::Mode::Cpu)
@@ -1000,14 +961,12 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
               "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
               in.size, self->pool_size_mib), (NULL));
       gst_buffer_unmap (batch, &in);
-      gst_buffer_unref (batch);
-      return GST_FLOW_ERROR;
+      return GST_FLOW_ERROR;      /* the item unrefs the batch */
     }
     GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->input_allocator, in.size,
         st->flushing);
     if (!pinned) {
       gst_buffer_unmap (batch, &in);
-      gst_buffer_unref (batch);
       return GST_FLOW_FLUSHING;
     }
     item.staging = gst_buffer_new ();
@@ -1015,9 +974,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     gst_buffer_map (item.staging, &item.batch_map, GST_MAP_WRITE);
     memcpy (item.batch_map.data, in.data, in.size);
     gst_buffer_unmap (batch, &in);
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->copied_batches++;
-    self->stats->copied_bytes += in.size;
+    self->stats->add_copied (in.size);
   }
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
@@ -1027,15 +984,12 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
             "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
             "or lower batch-size.", item.count, results_size,
             kResultsPoolFactor * self->pool_size_mib), (NULL));
-    discard_item (item);
     return GST_FLOW_ERROR;
   }
   GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->results_allocator,
       results_size, st->flushing);
-  if (!results_mem) {
-    discard_item (item);
+  if (!results_mem)
     return GST_FLOW_FLUSHING;
-  }
   item.results = gst_buffer_new ();
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
@@ -1046,7 +1000,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
           return st->gpu_in_flight < st->gpu->slots () || st->flushing.load ();});
     if (st->flushing.load ()) {
       lock.unlock ();
-      discard_item (item);
+      item.release ();
       return GST_FLOW_FLUSHING;
     }
     /* Reserve the slot and the place in the order now, under the lock, so a
@@ -1057,7 +1011,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   std::string error;
   if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
           reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
-    discard_item (item);
+    item.release ();
     {
       std::lock_guard<std::mutex> lock (st->lock);
       st->gpu_in_flight--;
@@ -1076,7 +1030,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   GstFlowReturn last_flow;
   {
     std::lock_guard<std::mutex> lock (st->lock);
-    st->queue.push_back (item);
+    st->queue.push_back (std::move (item));
     in_flight = st->gpu_in_flight;
     last_flow = st->last_flow;
     /* Last, and everything else outside the lock: the task spins on `queued`
@@ -1085,8 +1039,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     st->queued++;
   }
   st->changed.notify_all ();
-  std::lock_guard<std::mutex> guard (self->stats->lock);
-  self->stats->max_in_flight = MAX (self->stats->max_in_flight, in_flight);
+  self->stats->note_in_flight (in_flight);
   return last_flow;
 }
 
@@ -1256,14 +1209,13 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   /* Pads are inactive and the task has stopped: retire what the GPU holds. */
   GppProcState *st = self->state;
   while (!st->queue.empty ()) {
-    PendingItem item = st->queue.front ();
+    PendingItem item = std::move (st->queue.front ());
     st->queue.pop_front ();
     st->queued--;
     if (!item.event) {
       std::string ignored;
       st->gpu->wait_oldest (&ignored);
     }
-    discard_item (item);
   }
   gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
   GST_OBJECT_LOCK (self);
@@ -1335,84 +1287,37 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
 static GstStructure *
 gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
 {
-  GppProcStats *s = self->stats;
-  guint64 h2d = 0, d2h = 0, fallbacks = 0, pool_in_use = 0, pinned = 0;
-  guint in_flight = 0;
-  const char *active_mode = "none";
+  GppLiveFigures live;
   /* The state exists between READY→PAUSED and PAUSED→READY; the object lock
    * keeps it from going away under us (change_state takes it too). */
   GST_OBJECT_LOCK (self);
   /* The rule and pattern sets in use: their lookup blobs are what a GPU
    * engine copies to device memory (once per set), and the CPU reads. */
-  const guint64 acl_bytes = *self->acl ? (*self->acl)->blob.size () : 0;
-  const guint acl_rules = *self->acl ? (guint) (*self->acl)->rules.size () : 0;
-  const guint64 dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
-  const guint dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
+  live.acl_bytes = *self->acl ? (*self->acl)->blob.size () : 0;
+  live.acl_rules = *self->acl ? (guint) (*self->acl)->rules.size () : 0;
+  live.dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
+  live.dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
   GppProcState *st = self->state;
   if (st) {
     std::lock_guard<std::mutex> lock (st->lock);
-    in_flight = st->gpu_in_flight;
+    live.in_flight = st->gpu_in_flight;
     if (st->gpu) {
       const gpp::GpuCounters c = st->gpu->counters ();
-      h2d = c.bytes_h2d;
-      d2h = c.bytes_d2h;
-      active_mode = gpp::mode_name (st->gpu->mode ());
+      live.engine_h2d = c.bytes_h2d;
+      live.engine_d2h = c.bytes_d2h;
+      live.active_mode = gpp::mode_name (st->gpu->mode ());
     } else {
-      active_mode = "cpu";
+      live.active_mode = "cpu";
     }
-    pinned = st->pinned_bytes;
+    live.pool_pinned = st->pinned_bytes;
     if (st->input_allocator) {
-      fallbacks = gpp_pinned_allocator_fallbacks (st->input_allocator);
-      pool_in_use = gpp_pinned_allocator_in_use (st->input_allocator) +
+      live.pool_fallbacks = gpp_pinned_allocator_fallbacks (st->input_allocator);
+      live.pool_in_use = gpp_pinned_allocator_in_use (st->input_allocator) +
           gpp_pinned_allocator_in_use (st->results_allocator);
     }
   }
   GST_OBJECT_UNLOCK (self);
-
-  std::lock_guard<std::mutex> guard (s->lock);
-  GstStructure *stats = gst_structure_new ("application/x-gpupacketproc-stats",
-      "active-mode", G_TYPE_STRING, active_mode,
-      "batches", G_TYPE_UINT64, s->batches,
-      "packets", G_TYPE_UINT64, s->packets,
-      "bytes", G_TYPE_UINT64, s->bytes,
-      "malformed", G_TYPE_UINT64, s->malformed,
-      "latency-p50-ns", G_TYPE_UINT64, s->latency.percentile (50),
-      "latency-p99-ns", G_TYPE_UINT64, s->latency.percentile (99),
-      "latency-p999-ns", G_TYPE_UINT64, s->latency.percentile (99.9),
-      "latency-max-ns", G_TYPE_UINT64, s->latency.percentile (100),
-      "capture-latency-p50-ns", G_TYPE_UINT64, s->capture_latency.percentile (50),
-      "capture-latency-p99-ns", G_TYPE_UINT64, s->capture_latency.percentile (99),
-      "capture-latency-p999-ns", G_TYPE_UINT64, s->capture_latency.percentile (99.9),
-      "capture-latency-max-ns", G_TYPE_UINT64, s->capture_latency.percentile (100),
-      "batches-in-flight", G_TYPE_UINT, in_flight,
-      "max-batches-in-flight", G_TYPE_UINT, s->max_in_flight,
-      "bytes-to-device", G_TYPE_UINT64, s->bytes_h2d + h2d,
-      "bytes-from-device", G_TYPE_UINT64, s->bytes_d2h + d2h,
-      "copied-batches", G_TYPE_UINT64, s->copied_batches,
-      "copied-bytes", G_TYPE_UINT64, s->copied_bytes,
-      "pool-fallbacks", G_TYPE_UINT64, fallbacks,
-      "pool-bytes-in-use", G_TYPE_UINT64, pool_in_use,
-      "pool-bytes-pinned", G_TYPE_UINT64, pinned,
-      "acl-rule-count", G_TYPE_UINT, acl_rules,
-      "acl-bytes", G_TYPE_UINT64, acl_bytes,
-      "dpi-pattern-count", G_TYPE_UINT, dpi_patterns,
-      "dpi-bytes", G_TYPE_UINT64, dpi_bytes, NULL);
-  for (int m = 0; m < kModeCount; m++) {
-    if (!s->mode_batches[m])
-      continue;
-    const char *name = gpp::mode_name (static_cast<gpp::Mode> (m));
-    gchar *key = g_strdup_printf ("%s-batches", name);
-    gst_structure_set (stats, key, G_TYPE_UINT64, s->mode_batches[m], NULL);
-    g_free (key);
-    const struct { const char *suffix; double p; } pcts[] = {
-      {"p50", 50}, {"p99", 99}, {"p999", 99.9}};
-    for (const auto & pct : pcts) {
-      key = g_strdup_printf ("%s-latency-%s-ns", name, pct.suffix);
-      gst_structure_set (stats, key, G_TYPE_UINT64, s->mode_latency[m].percentile (pct.p), NULL);
-      g_free (key);
-    }
-  }
-  return stats;
+  return self->stats->to_structure (live);
 }
 
 static bool

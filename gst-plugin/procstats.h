@@ -1,0 +1,71 @@
+/* gpupacketproc's statistics: the counters and latency windows behind its
+ * `stats` property, and the processing latency it answers LATENCY queries
+ * with.  Thread-safe: the streaming threads count, any thread reads. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include <mutex>
+
+#include <gpupacket/packet-result.h>
+
+#include "engine.h"
+#include "latencywindow.h"
+
+/* What only the element knows when the stats are read: its engine, pools
+ * and rule sets at that moment. */
+struct GppLiveFigures
+{
+  const char *active_mode = "none";
+  guint in_flight = 0;
+  guint64 engine_h2d = 0, engine_d2h = 0;  /* of the engine in use */
+  guint64 pool_fallbacks = 0, pool_in_use = 0, pool_pinned = 0;
+  guint acl_rules = 0;
+  guint64 acl_bytes = 0;
+  guint dpi_patterns = 0;
+  guint64 dpi_bytes = 0;
+};
+
+class GppProcStats
+{
+public:
+  /* Processing latency reported for a mode before it has run this many
+   * batches (enough that its p99 is not just the slowest warm-up batch);
+   * from then on its measured p99 (chain entry to result push),
+   * re-announced when it drifts by more than a quarter (checked every
+   * kLatencyRecheckBatches batches). */
+  static constexpr GstClockTime kDefaultProcessingLatency = 2 * GST_MSECOND;
+  static constexpr guint64 kLatencyMeasuredBatches = 128;
+  static constexpr guint64 kLatencyRecheckBatches = 1024;
+
+  /* Counts a finished batch: `latency_ns` from chain entry to push,
+   * `capture_latency_ns` from its first packet's capture (live sources
+   * only, else `has_capture_latency` is false).  TRUE when the mode's
+   * latency was just measured or moved: the element then posts a LATENCY
+   * message. */
+  bool account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
+      guint64 latency_ns, bool has_capture_latency, guint64 capture_latency_ns);
+  void add_copied (guint64 bytes);
+  /* Copy traffic of an engine about to be destroyed. */
+  void add_engine_traffic (guint64 h2d, guint64 d2h);
+  void note_in_flight (guint in_flight);
+  GstClockTime processing_latency (gpp::Mode mode);
+  GstStructure *to_structure (const GppLiveFigures & live);
+  void reset ();
+
+private:
+  std::mutex lock_;
+  guint64 batches_ = 0;
+  guint64 packets_ = 0;
+  guint64 bytes_ = 0;           /* captured packet bytes processed */
+  guint64 malformed_ = 0;       /* packets with any status flag */
+  guint64 copied_batches_ = 0;  /* batches copied into the pinned pool */
+  guint64 copied_bytes_ = 0;
+  guint64 bytes_h2d_ = 0, bytes_d2h_ = 0;  /* of engines already destroyed */
+  guint max_in_flight_ = 0;
+  LatencyWindow latency_;       /* chain entry to result push, ns, all modes */
+  LatencyWindow mode_latency_[gpp::kModeCount];
+  guint64 mode_batches_[gpp::kModeCount] = {};
+  guint64 announced_latency_[gpp::kModeCount] = {}; /* p99 last posted in a LATENCY message */
+  LatencyWindow capture_latency_; /* first packet's capture to result push, wall clock */
+};
