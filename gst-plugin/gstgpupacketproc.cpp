@@ -74,6 +74,7 @@
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
 #include "procstats.h"
+#include "resultqueue.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
@@ -146,91 +147,6 @@ enum
   PROP_STATS,
 };
 
-/* A batch on the GPU, or a serialized event waiting behind batches.  Owns
- * its event, buffers and maps: moved along the queue, and whatever it still
- * holds is released when it is destroyed (a flush, shutdown or failed start
- * drops an item just so). */
-struct PendingItem
-{
-  GstEvent *event = nullptr;    /* set for events */
-  GstBuffer *batch = nullptr;   /* the batch as received (goes into the meta) */
-  GstBuffer *staging = nullptr; /* pinned copy of a batch from foreign memory */
-  GstMapInfo batch_map {};      /* of staging, or of batch when it is pinned */
-  GstBuffer *results = nullptr;
-  GstMapInfo results_map {};
-  uint32_t count = 0;
-  guint64 bytes = 0;
-  guint64 first_capture_ns = 0; /* capture time of the batch's first packet */
-  std::chrono::steady_clock::time_point entry;
-  gpp::Mode mode = gpp::Mode::Cpu;
-  std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
-  std::shared_ptr<const gpp::DpiPatternSet> dpi;
-
-  PendingItem () = default;
-  explicit PendingItem (GstEvent * e) : event (e) {}
-  PendingItem (PendingItem && other) noexcept { swap (other); }
-  PendingItem & operator= (PendingItem && other) noexcept
-  {
-    PendingItem taken (std::move (other));
-    swap (taken);               /* what this held goes with `taken` */
-    return *this;
-  }
-  PendingItem (const PendingItem &) = delete;
-  PendingItem & operator= (const PendingItem &) = delete;
-  ~PendingItem () { release (); }
-
-  GstEvent *take_event () { return std::exchange (event, nullptr); }
-
-  /* The results buffer to push, with the batch's timestamps and meta; the
-   * item holds nothing after. */
-  GstBuffer *take_results ()
-  {
-    gst_buffer_unmap (results, &results_map);
-    gst_buffer_unmap (staging ? staging : batch, &batch_map);
-    batch_map = {};
-    gst_clear_buffer (&staging);
-    gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-    gst_buffer_add_packet_batch_meta (results, batch);
-    gst_clear_buffer (&batch);
-    return std::exchange (results, nullptr);
-  }
-
-  /* Drops whatever part of the item was set up. */
-  void release ()
-  {
-    if (event)
-      gst_event_unref (std::exchange (event, nullptr));
-    if (results) {
-      gst_buffer_unmap (results, &results_map);
-      gst_clear_buffer (&results);
-    }
-    GstBuffer *mapped = staging ? staging : batch;
-    if (mapped && batch_map.data)
-      gst_buffer_unmap (mapped, &batch_map);
-    batch_map = {};
-    gst_clear_buffer (&staging);
-    gst_clear_buffer (&batch);
-  }
-
-private:
-  void swap (PendingItem & o) noexcept
-  {
-    std::swap (event, o.event);
-    std::swap (batch, o.batch);
-    std::swap (staging, o.staging);
-    std::swap (batch_map, o.batch_map);
-    std::swap (results, o.results);
-    std::swap (results_map, o.results_map);
-    std::swap (count, o.count);
-    std::swap (bytes, o.bytes);
-    std::swap (first_capture_ns, o.first_capture_ns);
-    std::swap (entry, o.entry);
-    std::swap (mode, o.mode);
-    acl.swap (o.acl);
-    dpi.swap (o.dpi);
-  }
-};
-
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct GppProcState
 {
@@ -246,16 +162,11 @@ struct GppProcState
    * result latency means something only then (a file's timestamps are old). */
   int upstream_live = -1;
 
-  /* The ordered output queue, shared by the chain and the src pad task. */
-  std::mutex lock;
-  std::condition_variable changed;
-  std::deque<PendingItem> queue;
-  std::atomic<unsigned> queued {0};  /* queue.size (), readable without the lock */
-  std::atomic<bool> spin_for_work {false};  /* wait-strategy=spin: the task polls first */
-  unsigned outstanding = 0;     /* queued items + the one being pushed */
-  unsigned gpu_in_flight = 0;   /* submitted to gpu, not yet waited for */
-  std::atomic<bool> flushing {false};
-  GstFlowReturn last_flow = GST_FLOW_OK;
+  /* Guards `gpu` where it is replaced (the streaming thread) against the
+   * stats, read from any thread. */
+  std::mutex engine_lock;
+  /* The ordered hand-off of results to the src pad task. */
+  GppResultQueue results;
 
   ~GppProcState ()
   {
@@ -498,10 +409,7 @@ gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppR
 static gboolean
 gst_gpu_packet_proc_drain (GstGpuPacketProc * self)
 {
-  GppProcState *st = self->state;
-  std::unique_lock<std::mutex> lock (st->lock);
-  st->changed.wait (lock, [st] { return st->outstanding == 0 || st->flushing.load (); });
-  return st->outstanding == 0;
+  return self->state->results.drain ();
 }
 
 /* Before the chain posts an error: waits until the batches in flight have
@@ -511,8 +419,7 @@ static gboolean
 gst_gpu_packet_proc_settle_before_error (GstGpuPacketProc * self)
 {
   gst_gpu_packet_proc_drain (self);
-  std::lock_guard<std::mutex> lock (self->state->lock);
-  return self->state->last_flow != GST_FLOW_ERROR;
+  return self->state->results.last_flow () != GST_FLOW_ERROR;
 }
 
 static void gst_gpu_packet_proc_loop (GstGpuPacketProc * self);
@@ -523,46 +430,20 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
   PendingItem item;
-  if (st->spin_for_work) {
-    /* Waking a sleeping thread costs tens of microseconds, more than a GPU
-     * batch takes: with wait-strategy=spin the task polls for a while first. */
-    const auto until = std::chrono::steady_clock::now () + std::chrono::milliseconds (2);
-    while (st->queued.load (std::memory_order_acquire) == 0 && !st->flushing.load () &&
-        std::chrono::steady_clock::now () < until) {
-    }
-  }
-  {
-    std::unique_lock<std::mutex> lock (st->lock);
-    /* A flush pauses the task only once nothing is outstanding: a batch the
-     * chain has reserved a place for is still on its way to the queue. */
-    st->changed.wait (lock, [st] {
-          return !st->queue.empty () || (st->flushing.load () && st->outstanding == 0);});
-    if (st->queue.empty ()) {
-      gst_pad_pause_task (self->srcpad);
-      return;
-    }
-    item = std::move (st->queue.front ());
-    st->queue.pop_front ();
-    st->queued--;
-  }
+  if (!st->results.pop (item, [self] { gst_pad_pause_task (self->srcpad); }))
+    return;
 
   GstFlowReturn flow = GST_FLOW_OK;
   if (item.event) {
     GstEvent *event = item.take_event ();
-    if (st->flushing.load ())
+    if (st->results.flushing ())
       gst_event_unref (event);
     else
       gst_pad_push_event (self->srcpad, event);
   } else {
     std::string error;
     const bool ok = st->gpu->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
-    bool failed_before;
-    {
-      std::lock_guard<std::mutex> lock (st->lock);
-      st->gpu_in_flight--;
-      failed_before = st->last_flow == GST_FLOW_ERROR;
-    }
-    st->changed.notify_all ();
+    const bool failed_before = st->results.retire_slot ();
     if (!ok || failed_before) {
       /* After a failed batch the stream has a hole: the batches behind it
        * are retired, not pushed, and only the first failure is posted. */
@@ -576,20 +457,14 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
           reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
           item.entry, item.first_capture_ns);
       GstBuffer *results = item.take_results ();
-      if (st->flushing.load ())
+      if (st->results.flushing ())
         gst_buffer_unref (results);
       else
         flow = gst_pad_push (self->srcpad, results);
     }
   }
 
-  {
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->outstanding--;
-    if (flow != GST_FLOW_OK && st->last_flow == GST_FLOW_OK)
-      st->last_flow = flow;
-  }
-  st->changed.notify_all ();    /* outside the lock, as in submit: the chain may want it */
+  st->results.done (flow);
 }
 
 /* Queues a serialized event behind the batches in flight, or sends it now. */
@@ -597,16 +472,8 @@ static gboolean
 gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * event)
 {
   GppProcState *st = self->state;
-  if (st) {
-    std::lock_guard<std::mutex> lock (st->lock);
-    if (st->outstanding > 0) {
-      st->queue.emplace_back (event);
-      st->queued++;
-      st->outstanding++;
-      st->changed.notify_all ();
-      return TRUE;
-    }
-  }
+  if (st && st->results.enqueue_event_if_busy (event))
+    return TRUE;
   return gst_pad_push_event (self->srcpad, event);
 }
 
@@ -628,12 +495,7 @@ gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
 static void
 gst_gpu_packet_proc_set_flushing (GppProcState * st)
 {
-  {
-    /* Under the lock, or a waiter that just checked could sleep through it. */
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->flushing = true;
-    st->changed.notify_all ();
-  }
+  st->results.start_flushing ();
   for (GstAllocator *allocator : {st->input_allocator, st->results_allocator})
     if (allocator)
       gpp_pinned_allocator_wake (allocator);
@@ -719,12 +581,7 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
     case GST_EVENT_FLUSH_STOP:
       if (st) {
         /* The task retires what the GPU still holds, discarding it. */
-        {
-          std::unique_lock<std::mutex> lock (st->lock);
-          st->changed.wait (lock, [st] { return st->outstanding == 0; });
-          st->flushing = false;
-          st->last_flow = GST_FLOW_OK;
-        }
+        st->results.stop_flushing ();
         gst_gpu_packet_proc_stop_resident_kernel (self);
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
@@ -825,8 +682,7 @@ gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadM
   if (mode != GST_PAD_MODE_PUSH || !st)
     return TRUE;
   if (active) {
-    st->flushing = false;
-    st->last_flow = GST_FLOW_OK;
+    st->results.reset ();
     return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
   }
   gst_gpu_packet_proc_set_flushing (st);
@@ -841,7 +697,7 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
   GppProcState *st = self->state;
   std::unique_ptr<gpp::GpuEngine> old;
   {
-    std::lock_guard<std::mutex> lock (st->lock);  /* stats read st->gpu under it */
+    std::lock_guard<std::mutex> lock (st->engine_lock);
     old = std::move (st->gpu);
   }
   if (old) {
@@ -864,10 +720,10 @@ gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
             gpp::mode_name (mode), settings.device_id, error.c_str ()), (NULL));
     return FALSE;
   }
-  std::lock_guard<std::mutex> lock (st->lock);
+  std::lock_guard<std::mutex> lock (st->engine_lock);
   st->gpu = std::move (engine);
   st->gpu_settings = settings;
-  st->spin_for_work = settings.wait == gpp::WaitStrategy::Spin;
+  st->results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
   GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->gpu->slots ());
   return TRUE;
 }
@@ -964,7 +820,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
       return GST_FLOW_ERROR;      /* the item unrefs the batch */
     }
     GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->input_allocator, in.size,
-        st->flushing);
+        st->results.flushing_flag ());
     if (!pinned) {
       gst_buffer_unmap (batch, &in);
       return GST_FLOW_FLUSHING;
@@ -987,37 +843,20 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     return GST_FLOW_ERROR;
   }
   GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->results_allocator,
-      results_size, st->flushing);
+      results_size, st->results.flushing_flag ());
   if (!results_mem)
     return GST_FLOW_FLUSHING;
   item.results = gst_buffer_new ();
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
 
-  {
-    std::unique_lock<std::mutex> lock (st->lock);
-    st->changed.wait (lock, [st] {
-          return st->gpu_in_flight < st->gpu->slots () || st->flushing.load ();});
-    if (st->flushing.load ()) {
-      lock.unlock ();
-      item.release ();
-      return GST_FLOW_FLUSHING;
-    }
-    /* Reserve the slot and the place in the order now, under the lock, so a
-     * flush that starts meanwhile waits for this batch to reach the queue. */
-    st->gpu_in_flight++;
-    st->outstanding++;
-  }
+  if (!st->results.reserve (st->gpu->slots ()))
+    return GST_FLOW_FLUSHING;
   std::string error;
   if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
           reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
     item.release ();
-    {
-      std::lock_guard<std::mutex> lock (st->lock);
-      st->gpu_in_flight--;
-      st->outstanding--;
-    }
-    st->changed.notify_all ();
+    st->results.cancel_reservation ();
     /* The batches before this one are pushed before the error is posted: an
      * application stops the pipeline when it hears of it.  A failure the
      * task has already posted (the same device loss) is not posted twice. */
@@ -1027,18 +866,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
     return GST_FLOW_ERROR;
   }
   guint in_flight;
-  GstFlowReturn last_flow;
-  {
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->queue.push_back (std::move (item));
-    in_flight = st->gpu_in_flight;
-    last_flow = st->last_flow;
-    /* Last, and everything else outside the lock: the task spins on `queued`
-     * and then takes the lock, and a contended lock puts a thread to sleep
-     * (microseconds to wake it, on every batch). */
-    st->queued++;
-  }
-  st->changed.notify_all ();
+  const GstFlowReturn last_flow = st->results.enqueue (std::move (item), &in_flight);
   self->stats->note_in_flight (in_flight);
   return last_flow;
 }
@@ -1061,12 +889,10 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
     st->upstream_live = live;
   }
 
-  {
-    std::lock_guard<std::mutex> lock (st->lock);
-    if (st->last_flow != GST_FLOW_OK) {
-      gst_buffer_unref (batch);
-      return st->last_flow;
-    }
+  const GstFlowReturn failed = st->results.last_flow ();
+  if (failed != GST_FLOW_OK) {
+    gst_buffer_unref (batch);
+    return failed;
   }
   if (!gst_buffer_map (batch, &in, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the packet batch."), (NULL));
@@ -1104,11 +930,7 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   GST_OBJECT_UNLOCK (self);
 
   const gpp::Mode active = st->gpu ? st->gpu->mode () : gpp::Mode::Cpu;
-  unsigned outstanding;
-  {
-    std::lock_guard<std::mutex> lock (st->lock);
-    outstanding = st->outstanding;
-  }
+  const unsigned outstanding = st->results.outstanding ();
   const bool gpu_changed = mode != gpp::Mode::Cpu && st->gpu &&
       !same_gpu_settings (settings, st->gpu_settings);
   if (mode != active || gpu_changed || (mode == gpp::Mode::Cpu && outstanding > 0)) {
@@ -1208,10 +1030,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
 {
   /* Pads are inactive and the task has stopped: retire what the GPU holds. */
   GppProcState *st = self->state;
-  while (!st->queue.empty ()) {
-    PendingItem item = std::move (st->queue.front ());
-    st->queue.pop_front ();
-    st->queued--;
+  for (PendingItem item; st->results.take_front (item); item.release ()) {
     if (!item.event) {
       std::string ignored;
       st->gpu->wait_oldest (&ignored);
@@ -1299,8 +1118,8 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   live.dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
   GppProcState *st = self->state;
   if (st) {
-    std::lock_guard<std::mutex> lock (st->lock);
-    live.in_flight = st->gpu_in_flight;
+    live.in_flight = st->results.in_flight ();
+    std::lock_guard<std::mutex> lock (st->engine_lock);
     if (st->gpu) {
       const gpp::GpuCounters c = st->gpu->counters ();
       live.engine_h2d = c.bytes_h2d;

@@ -1,0 +1,160 @@
+#include "resultqueue.h"
+
+bool
+GppResultQueue::reserve (unsigned slots)
+{
+  std::unique_lock<std::mutex> lock (lock_);
+  changed_.wait (lock, [&] { return in_flight_ < slots || flushing_.load (); });
+  if (flushing_.load ())
+    return false;
+  in_flight_++;
+  outstanding_++;
+  return true;
+}
+
+void
+GppResultQueue::cancel_reservation ()
+{
+  {
+    std::lock_guard<std::mutex> lock (lock_);
+    in_flight_--;
+    outstanding_--;
+  }
+  changed_.notify_all ();
+}
+
+GstFlowReturn
+GppResultQueue::enqueue (PendingItem && item, guint * in_flight)
+{
+  GstFlowReturn flow;
+  {
+    std::lock_guard<std::mutex> lock (lock_);
+    queue_.push_back (std::move (item));
+    *in_flight = in_flight_;
+    flow = last_flow_;
+    /* Last, and the notification outside the lock: the task spins on
+     * `queued_` and then takes the lock, and a contended lock puts a thread
+     * to sleep (microseconds to wake it, on every batch). */
+    queued_++;
+  }
+  changed_.notify_all ();
+  return flow;
+}
+
+bool
+GppResultQueue::enqueue_event_if_busy (GstEvent * event)
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  if (outstanding_ == 0)
+    return false;
+  queue_.emplace_back (event);
+  queued_++;
+  outstanding_++;
+  changed_.notify_all ();
+  return true;
+}
+
+bool
+GppResultQueue::drain ()
+{
+  std::unique_lock<std::mutex> lock (lock_);
+  changed_.wait (lock, [&] { return outstanding_ == 0 || flushing_.load (); });
+  return outstanding_ == 0;
+}
+
+GstFlowReturn
+GppResultQueue::last_flow ()
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  return last_flow_;
+}
+
+unsigned
+GppResultQueue::outstanding ()
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  return outstanding_;
+}
+
+unsigned
+GppResultQueue::in_flight ()
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  return in_flight_;
+}
+
+void
+GppResultQueue::spin_for_work ()
+{
+  if (!spin_for_work_)
+    return;
+  /* Waking a sleeping thread costs tens of microseconds, more than a GPU
+   * batch takes: with wait-strategy=spin the task polls for a while first. */
+  const auto until = std::chrono::steady_clock::now () + std::chrono::milliseconds (2);
+  while (queued_.load (std::memory_order_acquire) == 0 && !flushing_.load () &&
+      std::chrono::steady_clock::now () < until) {
+  }
+}
+
+bool
+GppResultQueue::retire_slot ()
+{
+  bool failed_before;
+  {
+    std::lock_guard<std::mutex> lock (lock_);
+    in_flight_--;
+    failed_before = last_flow_ == GST_FLOW_ERROR;
+  }
+  changed_.notify_all ();
+  return failed_before;
+}
+
+void
+GppResultQueue::done (GstFlowReturn flow)
+{
+  {
+    std::lock_guard<std::mutex> lock (lock_);
+    outstanding_--;
+    if (flow != GST_FLOW_OK && last_flow_ == GST_FLOW_OK)
+      last_flow_ = flow;
+  }
+  changed_.notify_all ();       /* outside the lock, as in enqueue: the chain may want it */
+}
+
+void
+GppResultQueue::start_flushing ()
+{
+  /* Under the lock, or a waiter that just checked could sleep through it. */
+  std::lock_guard<std::mutex> lock (lock_);
+  flushing_ = true;
+  changed_.notify_all ();
+}
+
+void
+GppResultQueue::stop_flushing ()
+{
+  std::unique_lock<std::mutex> lock (lock_);
+  changed_.wait (lock, [&] { return outstanding_ == 0; });
+  flushing_ = false;
+  last_flow_ = GST_FLOW_OK;
+}
+
+void
+GppResultQueue::reset ()
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  flushing_ = false;
+  last_flow_ = GST_FLOW_OK;
+}
+
+bool
+GppResultQueue::take_front (PendingItem & item)
+{
+  std::lock_guard<std::mutex> lock (lock_);
+  if (queue_.empty ())
+    return false;
+  item = std::move (queue_.front ());
+  queue_.pop_front ();
+  queued_--;
+  return true;
+}
