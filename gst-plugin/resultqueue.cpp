@@ -62,27 +62,6 @@ GppResultQueue::drain ()
   return outstanding_ == 0;
 }
 
-GstFlowReturn
-GppResultQueue::last_flow ()
-{
-  std::lock_guard<std::mutex> lock (lock_);
-  return last_flow_;
-}
-
-unsigned
-GppResultQueue::outstanding ()
-{
-  std::lock_guard<std::mutex> lock (lock_);
-  return outstanding_;
-}
-
-unsigned
-GppResultQueue::in_flight ()
-{
-  std::lock_guard<std::mutex> lock (lock_);
-  return in_flight_;
-}
-
 void
 GppResultQueue::spin_for_work ()
 {

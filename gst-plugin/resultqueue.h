@@ -130,9 +130,9 @@ public:
   bool enqueue_event_if_busy (GstEvent * event);
   /* Waits until every queued item is out; FALSE when a flush interrupts. */
   bool drain ();
-  GstFlowReturn last_flow ();
-  unsigned outstanding ();
-  unsigned in_flight ();
+  GstFlowReturn last_flow () { return read (last_flow_); }
+  unsigned outstanding () { return read (outstanding_); }
+  unsigned in_flight () { return read (in_flight_); }
   bool flushing () const { return flushing_.load (); }
   /* Where the pinned pools wait for room: they stop waiting when it is set. */
   const std::atomic<bool> & flushing_flag () const { return flushing_; }
@@ -180,6 +180,11 @@ public:
 
 private:
   void spin_for_work ();
+  template <typename T> T read (const T & field)
+  {
+    std::lock_guard<std::mutex> lock (lock_);
+    return field;
+  }
 
   std::mutex lock_;
   std::condition_variable changed_;
