@@ -22,7 +22,7 @@ gi.require_version("Gst", "1.0")
 gi.require_version("GstApp", "1.0")
 from gi.repository import Gst, GstApp  # noqa: E402
 
-# GppResult (gst-plugin/gpupacket/packet-result.h): 128 bytes per packet,
+# GppResult (include/gpupacket/packet-result.h): 128 bytes per packet,
 # little-endian.  The fields this example reads, at their offsets:
 RECORD_SIZE = 128
 PACKET_NUMBER = struct.Struct("<Q")  # offset 0
