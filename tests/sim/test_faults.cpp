@@ -8,6 +8,9 @@
 //   wait:3     the third batch fails        -> results of batches 1-2, then the error
 //   lost:3     the device is lost at batch 3, with batches 4.. in flight or after
 //                                            -> results of batches 1-2, then the error
+//   engine, mid-stream: mode=cpu for batches 1-2, then the switch to the GPU
+//              mode (set from the second results buffer's handoff) cannot
+//              create its engine        -> results of batches 1-2, then the error
 //
 // "Results of batches 1-2" means packets 1..16 exactly, in order (batch-size
 // 8): nothing before the fault is lost, nothing after it slips out past the
@@ -35,6 +38,8 @@ struct Run {
   std::vector<uint64_t> packets;
   std::string error, error_source;
   bool eos = false;
+  GstElement *proc = nullptr;
+  const char *switch_to = nullptr; // mid-stream: the mode set once 16 results are out
 };
 
 void on_handoff(GstElement *, GstBuffer *buf, GstPad *, gpointer data) {
@@ -45,6 +50,9 @@ void on_handoff(GstElement *, GstBuffer *buf, GstPad *, gpointer data) {
   for (size_t off = 0; off + sizeof(GppResult) <= map.size; off += sizeof(GppResult))
     run->packets.push_back(reinterpret_cast<const GppResult *>(map.data + off)->packet_number);
   gst_buffer_unmap(buf, &map);
+  // mode=cpu pushes from its chain, so batch 3 sees the new mode.
+  if (run->switch_to && run->packets.size() == 16)
+    gst_util_set_object_arg(G_OBJECT(run->proc), "mode", run->switch_to);
 }
 
 void run_pipeline(const std::string &capture, const char *mode, Run &run) {
@@ -62,6 +70,7 @@ void run_pipeline(const std::string &capture, const char *mode, Run &run) {
   GstElement *sink = gst_bin_get_by_name(GST_BIN(pipeline), "sink");
   g_signal_connect(sink, "handoff", G_CALLBACK(on_handoff), &run);
   gst_object_unref(sink);
+  run.proc = gst_bin_get_by_name(GST_BIN(pipeline), "proc");
   GstBus *bus = gst_element_get_bus(pipeline);
   gst_element_set_state(pipeline, GST_STATE_PLAYING);
   GstMessage *msg = gst_bus_timed_pop_filtered(
@@ -80,6 +89,7 @@ void run_pipeline(const std::string &capture, const char *mode, Run &run) {
   if (msg) gst_message_unref(msg);
   // Anything the element still pushes while it is being stopped counts too.
   gst_element_set_state(pipeline, GST_STATE_NULL);
+  gst_object_unref(run.proc);
   gst_object_unref(bus);
   gst_object_unref(pipeline);
 }
@@ -94,10 +104,12 @@ int main(int argc, char **argv) {
   }
   struct Case {
     const char *fault;
-    size_t packets; // results expected: packets 1..N
+    size_t packets;   // results expected: packets 1..N
+    bool mid_stream;  // start in mode=cpu, switch after 16 results
   };
-  const Case cases[] = {{"arena", 0},    {"engine", 0}, {"throw", 0},
-                        {"submit:3", 16}, {"wait:3", 16}, {"lost:3", 16}};
+  const Case cases[] = {{"arena", 0, false},    {"engine", 0, false}, {"throw", 0, false},
+                        {"submit:3", 16, false}, {"wait:3", 16, false}, {"lost:3", 16, false},
+                        {"engine", 16, true},    {"throw", 16, true}};
   int failures = 0;
   for (const gpp::ModeInfo &info : gpp::kModes) {
     if (!gpp::is_gpu_mode(info.mode)) continue;
@@ -105,7 +117,8 @@ int main(int argc, char **argv) {
     for (const Case &c : cases) {
       g_setenv("GPP_SIM_FAULT", c.fault, TRUE);
       Run run;
-      run_pipeline(argv[1], mode, run);
+      if (c.mid_stream) run.switch_to = mode;
+      run_pipeline(argv[1], c.mid_stream ? "cpu" : mode, run);
       std::vector<std::string> problems;
       if (run.error.empty())
         problems.push_back(run.eos ? "EOS instead of an error" : "no error within 30 s");
@@ -123,9 +136,11 @@ int main(int argc, char **argv) {
                            std::to_string(run.packets.size()) + "), want 1.." +
                            std::to_string(c.packets));
       }
-      for (const std::string &p : problems) std::printf("FAIL mode=%s fault=%s: %s\n", mode, c.fault, p.c_str());
+      const char *when = c.mid_stream ? " (cpu, then switched)" : "";
+      for (const std::string &p : problems)
+        std::printf("FAIL mode=%s fault=%s%s: %s\n", mode, c.fault, when, p.c_str());
       if (problems.empty())
-        std::printf("ok   mode=%s fault=%s: %zu results, then: %s\n", mode, c.fault,
+        std::printf("ok   mode=%s fault=%s%s: %zu results, then: %s\n", mode, c.fault, when,
                     run.packets.size(), run.error.substr(0, run.error.find(" | ")).c_str());
       failures += !problems.empty();
     }
