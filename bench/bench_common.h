@@ -102,7 +102,7 @@ private:
 // ---- the watchdog ------------------------------------------------------------------
 
 // Every phase of the run gets a time budget.  GPU waits inside the engine
-// (GpuEngine::wait_oldest, the persistent engine's destructor) cannot be
+// (Engine::wait_oldest, the persistent engine's destructor) cannot be
 // bounded from outside, so a thread watches the clock: when a phase overruns,
 // it calls `on_expire` (which writes what the report has) and ends the process
 // with exit code kWatchdogExit.

@@ -1,5 +1,7 @@
 #include "bench_engines.h"
 
+#include "cpu_engine.h"
+
 #include <time.h>
 
 #include <algorithm>
@@ -7,8 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
-
-#include "cpu_engine.h"
 
 namespace gppbench {
 
@@ -40,9 +40,10 @@ private:
   size_t used_ = 0;
 };
 
-class GpuRunner final : public Runner {
+// Any mode: gpp::make_engine's engines, the element's.
+class EngineRunner final : public Runner {
 public:
-  explicit GpuRunner(std::unique_ptr<gpp::GpuEngine> e) : engine_(std::move(e)) {}
+  explicit EngineRunner(std::unique_ptr<gpp::Engine> e) : engine_(std::move(e)) {}
   unsigned slots() const override { return engine_->slots(); }
   bool submit(const Batch &b, const gpp::CoreConfig &cfg, GppResult *results,
               std::string *error) override {
@@ -52,23 +53,7 @@ public:
   uint32_t last_device_ns() const override { return engine_->last_device_ns(); }
 
 private:
-  std::unique_ptr<gpp::GpuEngine> engine_;
-};
-
-// CpuEngine::process is synchronous: submit does the work, wait returns.
-class CpuRunner final : public Runner {
-public:
-  explicit CpuRunner(unsigned threads) : engine_(threads) {}
-  unsigned slots() const override { return 1; }
-  bool submit(const Batch &b, const gpp::CoreConfig &cfg, GppResult *results,
-              std::string *) override {
-    engine_.process(b.data, cfg, results);
-    return true;
-  }
-  bool wait_oldest(std::string *) override { return true; }
-
-private:
-  gpp::CpuEngine engine_;
+  std::unique_ptr<gpp::Engine> engine_;
 };
 
 bool same_results(const GppResult *out, const std::vector<GppResult> &ref, uint32_t count) {
@@ -104,15 +89,15 @@ std::vector<EngineSpec> engine_specs(bool cpu_only) {
 
 std::unique_ptr<Runner> make_runner(const EngineSpec &spec, int device, unsigned num_streams,
                                     std::string *error) {
-  if (spec.mode == gpp::Mode::Cpu) return std::make_unique<CpuRunner>(spec.cpu_threads);
-  gpp::GpuSettings s;
+  gpp::EngineSettings s;
+  s.cpu_threads = spec.cpu_threads;
   s.device_id = device;
   s.num_streams = num_streams;
   s.persistent_blocks = spec.persistent_blocks;
   s.wait = gpp::WaitStrategy::Spin;
-  auto engine = gpp::make_gpu_engine(spec.mode, s, error);
+  auto engine = gpp::make_engine(spec.mode, s, error);
   if (!engine) return nullptr;
-  return std::make_unique<GpuRunner>(std::move(engine));
+  return std::make_unique<EngineRunner>(std::move(engine));
 }
 
 double process_cpu_seconds() {

@@ -48,7 +48,7 @@ public:
   virtual bool submit(const Batch &b, const gpp::CoreConfig &cfg, GppResult *results,
                       std::string *error) = 0;
   virtual bool wait_oldest(std::string *error) = 0;
-  // GpuEngine::last_device_ns of the batch wait_oldest() last returned.
+  // Engine::last_device_ns of the batch wait_oldest() last returned.
   virtual uint32_t last_device_ns() const { return 0; }
 };
 
@@ -80,7 +80,7 @@ struct ThroughputResult {
 
 struct LatencyResult {
   LatencyStats stats;
-  LatencyStats device; // GPU-side part (GpuEngine::last_device_ns), persistent only; n = 0 elsewhere
+  LatencyStats device; // GPU-side part (Engine::last_device_ns), persistent only; n = 0 elsewhere
   uint64_t parity_checked = 0, parity_failed = 0;
   std::string error;
 };

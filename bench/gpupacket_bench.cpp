@@ -73,7 +73,7 @@ void usage(FILE *f) {
                "  --gst        also measure the gpupacketproc element (GstHarness); finds the\n"
                "               plugin through GST_PLUGIN_PATH_1_0 (default: this build's)\n"
                "  --device N   CUDA device (default 0)\n"
-               "  --streams N  GpuSettings::num_streams for the GPU modes (default 4, as the\n"
+               "  --streams N  EngineSettings::num_streams for the GPU modes (default 4, as the\n"
                "               element's num-streams)\n"
                "  --cpu-only   no GPU needed: only the CPU rows (and with --gst, mode=cpu);\n"
                "               checks the benchmark itself on a machine without a GPU\n"

@@ -1,5 +1,7 @@
 #include "cpu_engine.h"
 
+#include "engine.h"
+
 #include <algorithm>
 
 #include <gpupacket/packet-batch.h>
@@ -74,6 +76,33 @@ void CpuEngine::worker_loop(unsigned index) {
     lock.lock();
     if (--pending_ == 0) work_done_.notify_one();
   }
+}
+
+namespace {
+
+// mode=cpu as an Engine: the batch is done when submit() returns.
+class CpuModeEngine final : public Engine {
+public:
+  explicit CpuModeEngine(unsigned threads) : cpu_(threads) {}
+  Mode mode() const override { return Mode::Cpu; }
+  unsigned slots() const override { return 1; }
+  bool completes_inline() const override { return true; }
+  bool submit(const uint8_t *batch, size_t, uint32_t, const CoreConfig &cfg, GppResult *results,
+              std::string *) override {
+    cpu_.process(batch, cfg, results);
+    return true;
+  }
+  bool wait_oldest(std::string *) override { return true; }
+  GpuCounters counters() const override { return {}; }
+
+private:
+  CpuEngine cpu_;
+};
+
+} // namespace
+
+std::unique_ptr<Engine> make_cpu_engine(unsigned threads) {
+  return std::make_unique<CpuModeEngine>(threads);
 }
 
 } // namespace gpp

@@ -1,5 +1,6 @@
-// What the GStreamer side sees of the GPU: a pinned host-memory arena and
-// engines that run the packet core in one of the GPU modes.  No CUDA types
+// What the GStreamer side sees of the engines: a pinned host-memory arena and
+// engines that run the packet core in any mode (cpu on host threads, the GPU
+// modes on a CUDA device), behind one interface and one factory.  No CUDA types
 // here, so gst-plugin/ compiles without the toolkit; builds without CUDA link
 // gpu_unavailable.cpp, whose factories explain that GPU support is absent.
 // Buffers given to an engine must be readable up to the next 16-byte
@@ -88,13 +89,22 @@ public:
 // num-streams default, the bench's --streams default.
 constexpr unsigned kDefaultNumStreams = 4;
 
-struct GpuSettings {
+struct EngineSettings {
+  unsigned cpu_threads = 0; // cpu: host threads, 0 = one per online core
   int device_id = 0;
   unsigned num_streams = kDefaultNumStreams; // streams / zerocopy / graph: batches in flight
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
   WaitStrategy wait = WaitStrategy::Spin;
   size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch
 };
+
+// Whether an engine made with `a` for `mode` would differ from one made with
+// `b`: only the settings the mode reads count.
+inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
+  if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
+  return a.device_id == b.device_id && a.num_streams == b.num_streams &&
+         a.persistent_blocks == b.persistent_blocks && a.wait == b.wait;
+}
 
 // Bytes moved between host and device, by copy engines or by kernels reading
 // and writing pinned host memory.
@@ -103,15 +113,19 @@ struct GpuCounters {
   uint64_t bytes_d2h = 0;
 };
 
-// Runs batches on the GPU.  Not thread-safe: one thread submits, one thread
-// waits, in ticket order (tickets count up from 0); at most slots() may be
-// outstanding.  `batch` and `results` must lie in a HostArena made for the
-// same device.
-class GpuEngine {
+// Runs batches in one mode, the same interface for every mode.  Not
+// thread-safe: one thread submits, one thread waits, in ticket order (tickets
+// count up from 0); at most slots() may be outstanding.  For the GPU modes
+// `batch` and `results` must lie in a HostArena made for the same device.
+class Engine {
 public:
-  virtual ~GpuEngine() = default;
+  virtual ~Engine() = default;
   virtual Mode mode() const = 0;
   virtual unsigned slots() const = 0;
+  // Whether submit() finishes the batch before it returns (cpu): the caller
+  // then has its results at once and pushes them from its own thread, with no
+  // hand-off; wait_oldest() only retires it.
+  virtual bool completes_inline() const { return false; }
 
   // Starts a validated batch; returns false with a message on failure.
   virtual bool submit(const uint8_t *batch, size_t batch_size, uint32_t packet_count,
@@ -130,10 +144,18 @@ public:
 std::string gpu_unavailable_reason(int device_id);
 
 // Factories: nullptr with a message on failure (no device, out of memory...).
+// make_engine() is the one the element uses: any mode.
+std::unique_ptr<Engine> make_cpu_engine(unsigned threads); // cpu_engine.cpp
 std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind kind,
                                            std::string *error);
-std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error);
+
+inline std::unique_ptr<Engine> make_engine(Mode mode, const EngineSettings &settings,
+                                           std::string *error) {
+  return mode == Mode::Cpu ? make_cpu_engine(settings.cpu_threads)
+                           : make_gpu_engine(mode, settings, error);
+}
 
 // Device memory in use on `device_id` (total - free), for leak checks; -1 if unknown.
 int64_t device_memory_used(int device_id);

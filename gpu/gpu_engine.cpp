@@ -142,9 +142,9 @@ struct StreamSlot {
   explicit StreamSlot(unsigned event_flags) : done(event_flags) {}
 };
 
-class StreamEngine final : public GpuEngine {
+class StreamEngine final : public Engine {
 public:
-  StreamEngine(Mode mode, const GpuSettings &s)
+  StreamEngine(Mode mode, const EngineSettings &s)
       : mode_(mode), wait_(s.wait), device_(s.device_id) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
@@ -272,12 +272,12 @@ private:
 
 // ---- persistent ---------------------------------------------------------
 
-class PersistentEngine final : public GpuEngine {
+class PersistentEngine final : public Engine {
 public:
   // A batch takes microseconds to milliseconds; far longer means the kernel hangs.
   static constexpr std::chrono::seconds kAnswerTimeout{10};
 
-  PersistentEngine(const GpuSettings &s, size_t max_batch_bytes)
+  PersistentEngine(const EngineSettings &s, size_t max_batch_bytes)
       : wait_(s.wait), device_(s.device_id) {
     unsigned max_blocks = 0;
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
@@ -561,7 +561,7 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
   }
 }
 
-std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
   std::string why = gpu_unavailable_reason(settings.device_id);
   if (!why.empty()) {

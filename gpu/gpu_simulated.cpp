@@ -59,9 +59,9 @@ Fault fault_from_env() {
   return f;
 }
 
-class SimulatedEngine final : public GpuEngine {
+class SimulatedEngine final : public Engine {
 public:
-  SimulatedEngine(Mode mode, const GpuSettings &s, Fault fault)
+  SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault)
       : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault),
         worker_([this] { run(); }) {}
 
@@ -188,7 +188,7 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
   return std::make_unique<FirstFitArena>(base, bytes, [](void *p, size_t n) { munmap(p, n); });
 }
 
-std::unique_ptr<GpuEngine> make_gpu_engine(Mode mode, const GpuSettings &settings,
+std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
   if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
   const Fault fault = fault_from_env();

@@ -14,7 +14,7 @@ std::unique_ptr<HostArena> make_host_arena(int, size_t, HostMemoryKind, std::str
   return nullptr;
 }
 
-std::unique_ptr<GpuEngine> make_gpu_engine(Mode, const GpuSettings &, std::string *error) {
+std::unique_ptr<Engine> make_gpu_engine(Mode, const EngineSettings &, std::string *error) {
   *error = kNoCuda;
   return nullptr;
 }

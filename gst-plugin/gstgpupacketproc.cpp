@@ -66,7 +66,6 @@
 
 #include "acl_rules.h"
 #include "batchbuffer.h"
-#include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
@@ -150,19 +149,17 @@ enum
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct GppProcState
 {
-  std::unique_ptr<gpp::CpuEngine> cpu;
-  unsigned cpu_threads_setting = 0;
   GstAllocator *input_allocator = nullptr;   /* pinned arena for batches */
   GstAllocator *results_allocator = nullptr; /* pinned arena for results */
   std::string no_pool_reason;                /* why there is no pinned pool */
   size_t pinned_bytes = 0;                   /* both pools, counted in pinned_in_process */
-  std::unique_ptr<gpp::GpuEngine> gpu;
-  gpp::GpuSettings gpu_settings;             /* that gpu was made with */
+  std::unique_ptr<gpp::Engine> engine;      /* of the mode in use; none after a persistent EOS */
+  gpp::EngineSettings engine_settings;      /* that engine was made with */
   /* Whether upstream is live (asked once, streaming thread): capture-to-
    * result latency means something only then (a file's timestamps are old). */
   int upstream_live = -1;
 
-  /* Guards `gpu` where it is replaced (the streaming thread) against the
+  /* Guards `engine` where it is replaced (the streaming thread) against the
    * stats, read from any thread. */
   std::mutex engine_lock;
   /* The ordered hand-off of results to the src pad task. */
@@ -442,7 +439,7 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
       gst_pad_push_event (self->srcpad, event);
   } else {
     std::string error;
-    const bool ok = st->gpu->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
+    const bool ok = st->engine->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
     const bool failed_before = st->results.retire_slot ();
     if (!ok || failed_before) {
       /* After a failed batch the stream has a hole: the batches behind it
@@ -477,8 +474,7 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
   return gst_pad_push_event (self->srcpad, event);
 }
 
-static gboolean gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
-    const gpp::GpuSettings & settings);
+static void gst_gpu_packet_proc_release_engine (GstGpuPacketProc * self);
 
 /* Stops a persistent kernel once nothing is in flight (EOS, flush): it would
  * otherwise keep a GPU thread polling for work that is not coming. */
@@ -486,8 +482,8 @@ static void
 gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
-  if (st->gpu && st->gpu->mode () == gpp::Mode::Persistent)
-    gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
+  if (st->engine && st->engine->mode () == gpp::Mode::Persistent)
+    gst_gpu_packet_proc_release_engine (self);
 }
 
 /* Starts flushing: wakes every wait that flushing ends (batch slots, the
@@ -689,62 +685,58 @@ gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadM
   return gst_pad_stop_task (pad);
 }
 
-/* Builds the GPU engine the settings ask for, after the old one drained. */
-static gboolean
-gst_gpu_packet_proc_switch_gpu (GstGpuPacketProc * self, gpp::Mode mode,
-    const gpp::GpuSettings & settings)
+/* Destroys the engine in use (none is then in use), after it drained. */
+static void
+gst_gpu_packet_proc_release_engine (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
-  std::unique_ptr<gpp::GpuEngine> old;
+  std::unique_ptr<gpp::Engine> old;
   {
     std::lock_guard<std::mutex> lock (st->engine_lock);
-    old = std::move (st->gpu);
+    old = std::move (st->engine);
   }
   if (old) {
     const gpp::GpuCounters c = old->counters ();
     self->stats->add_engine_traffic (c.bytes_h2d, c.bytes_d2h);
   }
-  old.reset ();                 /* persistent: stops the resident kernel */
-  if (mode == gpp::Mode::Cpu)
-    return TRUE;
-  if (!st->input_allocator) {
+  /* persistent: stops the resident kernel */
+}
+
+/* Builds the engine of `mode` the settings ask for (gpp::make_engine), after
+ * the old one drained. */
+static gboolean
+gst_gpu_packet_proc_switch_engine (GstGpuPacketProc * self, gpp::Mode mode,
+    const gpp::EngineSettings & settings)
+{
+  GppProcState *st = self->state;
+  gst_gpu_packet_proc_release_engine (self);
+  if (gpp::is_gpu_mode (mode) && !st->input_allocator) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
             "memory pool, which are not available: %s", gpp::mode_name (mode),
             st->no_pool_reason.c_str ()), (NULL));
     return FALSE;
   }
   std::string error;
-  auto engine = gpp::make_gpu_engine (mode, settings, &error);
+  auto engine = gpp::make_engine (mode, settings, &error);
   if (!engine) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Could not start mode=%s on CUDA device %d: %s",
             gpp::mode_name (mode), settings.device_id, error.c_str ()), (NULL));
     return FALSE;
   }
   std::lock_guard<std::mutex> lock (st->engine_lock);
-  st->gpu = std::move (engine);
-  st->gpu_settings = settings;
+  st->engine = std::move (engine);
+  st->engine_settings = settings;
   st->results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
-  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->gpu->slots ());
+  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->engine->slots ());
   return TRUE;
 }
 
-/* Rebuilds the CPU engine when cpu-threads changed; streaming thread only. */
-static void
-gst_gpu_packet_proc_ensure_cpu_engine (GstGpuPacketProc * self, guint threads_setting)
-{
-  GppProcState *st = self->state;
-  if (st->cpu && st->cpu_threads_setting == threads_setting)
-    return;
-  st->cpu = std::make_unique<gpp::CpuEngine> (threads_setting);
-  st->cpu_threads_setting = threads_setting;
-  GST_INFO_OBJECT (self, "cpu engine with %u threads", st->cpu->threads ());
-}
-
 /* The engine settings the properties ask for; call with the object lock. */
-static gpp::GpuSettings
-gpu_settings_locked (GstGpuPacketProc * self)
+static gpp::EngineSettings
+engine_settings_locked (GstGpuPacketProc * self)
 {
-  gpp::GpuSettings settings;
+  gpp::EngineSettings settings;
+  settings.cpu_threads = self->cpu_threads;
   settings.device_id = self->device_id;
   settings.num_streams = self->num_streams;
   settings.persistent_blocks = self->persistent_blocks;
@@ -753,31 +745,35 @@ gpu_settings_locked (GstGpuPacketProc * self)
   return settings;
 }
 
-static gboolean
-same_gpu_settings (const gpp::GpuSettings & a, const gpp::GpuSettings & b)
-{
-  return a.device_id == b.device_id && a.num_streams == b.num_streams &&
-      a.persistent_blocks == b.persistent_blocks && a.wait == b.wait;
-}
-
+/* Runs a batch on an engine that completes inline (cpu) and pushes its
+ * results from this thread: no queue, no hand-off to the task. */
 static GstFlowReturn
-gst_gpu_packet_proc_process_cpu (GstGpuPacketProc * self, GstBuffer * batch,
+gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
     const GstMapInfo & in, const gpp::CoreConfig & config,
     std::chrono::steady_clock::time_point entry)
 {
+  GppProcState *st = self->state;
   const auto *header = reinterpret_cast<const GppBatchHeader *> (in.data);
   const uint32_t count = header->packet_count;
   GstBuffer *results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
   GstMapInfo out;
   gst_buffer_map (results, &out, GST_MAP_WRITE);
   auto *records = reinterpret_cast<GppResult *> (out.data);
-  self->state->cpu->process (in.data, config, records);
+  std::string error;
+  if (!st->engine->submit (in.data, in.size, count, config, records, &error) ||
+      !st->engine->wait_oldest (&error)) {
+    gst_buffer_unmap (results, &out);
+    gst_buffer_unref (results);
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Processing failed in mode %s.",
+            gpp::mode_name (st->engine->mode ())), ("%s", error.c_str ()));
+    return GST_FLOW_ERROR;
+  }
   guint64 bytes = 0;
   const GppPacketDesc *descs = gpp_batch_descs (in.data);
   for (uint32_t i = 0; i < count; i++)
     bytes += descs[i].caplen;
-  gst_gpu_packet_proc_account (self, gpp::Mode::Cpu, records, count, bytes, entry,
-      self->state->upstream_live ? first_capture_ns (in.data) : 0);
+  gst_gpu_packet_proc_account (self, st->engine->mode (), records, count, bytes, entry,
+      st->upstream_live ? first_capture_ns (in.data) : 0);
   gst_buffer_unmap (results, &out);
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
@@ -850,10 +846,10 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
 
-  if (!st->results.reserve (st->gpu->slots ()))
+  if (!st->results.reserve (st->engine->slots ()))
     return GST_FLOW_FLUSHING;
   std::string error;
-  if (!st->gpu->submit (item.batch_map.data, item.batch_map.size, item.count, config,
+  if (!st->engine->submit (item.batch_map.data, item.batch_map.size, item.count, config,
           reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
     item.release ();
     st->results.cancel_reservation ();
@@ -924,32 +920,30 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   config.acl = acl ? acl->blob.data () : nullptr;
   config.acl_default_action = acl ? (uint8_t) self->default_action : (uint8_t) GPP_ACL_NONE;
   config.dpi = dpi ? dpi->blob.data () : nullptr;
-  const guint threads_setting = self->cpu_threads;
   const gpp::Mode mode = to_engine_mode (self->mode);
-  const gpp::GpuSettings settings = gpu_settings_locked (self);
+  const gpp::EngineSettings settings = engine_settings_locked (self);
   GST_OBJECT_UNLOCK (self);
 
-  const gpp::Mode active = st->gpu ? st->gpu->mode () : gpp::Mode::Cpu;
-  const unsigned outstanding = st->results.outstanding ();
-  const bool gpu_changed = mode != gpp::Mode::Cpu && st->gpu &&
-      !same_gpu_settings (settings, st->gpu_settings);
-  if (mode != active || gpu_changed || (mode == gpp::Mode::Cpu && outstanding > 0)) {
+  const bool engine_changed = !st->engine || st->engine->mode () != mode ||
+      !gpp::same_engine_settings (mode, settings, st->engine_settings);
+  const bool inline_behind_queue = !engine_changed && st->engine->completes_inline () &&
+      st->results.outstanding () > 0;
+  if (engine_changed || inline_behind_queue) {
     /* Let everything in flight leave first: nothing is lost or reordered. */
     if (!gst_gpu_packet_proc_drain (self)) {
       gst_buffer_unmap (batch, &in);
       gst_buffer_unref (batch);
       return GST_FLOW_FLUSHING;
     }
-    if ((mode != active || gpu_changed) && !gst_gpu_packet_proc_switch_gpu (self, mode, settings)) {
+    if (engine_changed && !gst_gpu_packet_proc_switch_engine (self, mode, settings)) {
       gst_buffer_unmap (batch, &in);
       gst_buffer_unref (batch);
       return GST_FLOW_ERROR;
     }
   }
 
-  if (mode == gpp::Mode::Cpu) {
-    gst_gpu_packet_proc_ensure_cpu_engine (self, threads_setting);
-    GstFlowReturn ret = gst_gpu_packet_proc_process_cpu (self, batch, in, config, entry);
+  if (st->engine->completes_inline ()) {
+    GstFlowReturn ret = gst_gpu_packet_proc_process_inline (self, batch, in, config, entry);
     gst_buffer_unmap (batch, &in);
     gst_buffer_unref (batch);
     return ret;
@@ -1033,10 +1027,10 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   for (PendingItem item; st->results.take_front (item); item.release ()) {
     if (!item.event) {
       std::string ignored;
-      st->gpu->wait_oldest (&ignored);
+      st->engine->wait_oldest (&ignored);
     }
   }
-  gst_gpu_packet_proc_switch_gpu (self, gpp::Mode::Cpu, gpp::GpuSettings ());
+  gst_gpu_packet_proc_release_engine (self);
   GST_OBJECT_LOCK (self);
   self->state = nullptr;
   GST_OBJECT_UNLOCK (self);
@@ -1056,7 +1050,6 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
     gchar *key_error = g_strdup (self->rss_key_error);
     gchar *acl_error = g_strdup (self->acl_error);
     gchar *dpi_error = g_strdup (self->dpi_error);
-    const guint threads_setting = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
     if (key_error || acl_error || dpi_error) {
       if (key_error)
@@ -1077,14 +1070,13 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
     GST_OBJECT_LOCK (self);
     self->state = state;
     GST_OBJECT_UNLOCK (self);
-    gst_gpu_packet_proc_ensure_cpu_engine (self, threads_setting);
     GST_OBJECT_LOCK (self);
     const gpp::Mode mode = to_engine_mode (self->mode);
-    const gpp::GpuSettings settings = gpu_settings_locked (self);
+    const gpp::EngineSettings settings = engine_settings_locked (self);
     GST_OBJECT_UNLOCK (self);
-    /* Pinned memory and the GPU engine are set up here, not in the streaming path. */
+    /* Pinned memory and the engine are set up here, not in the streaming path. */
     if (!gst_gpu_packet_proc_setup_pool (self) ||
-        !gst_gpu_packet_proc_switch_gpu (self, mode, settings)) {
+        !gst_gpu_packet_proc_switch_engine (self, mode, settings)) {
       GST_OBJECT_LOCK (self);
       self->state = nullptr;
       GST_OBJECT_UNLOCK (self);
@@ -1120,11 +1112,11 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   if (st) {
     live.in_flight = st->results.in_flight ();
     std::lock_guard<std::mutex> lock (st->engine_lock);
-    if (st->gpu) {
-      const gpp::GpuCounters c = st->gpu->counters ();
+    if (st->engine) {
+      const gpp::GpuCounters c = st->engine->counters ();
       live.engine_h2d = c.bytes_h2d;
       live.engine_d2h = c.bytes_d2h;
-      live.active_mode = gpp::mode_name (st->gpu->mode ());
+      live.active_mode = gpp::mode_name (st->engine->mode ());
     } else {
       live.active_mode = "cpu";
     }
