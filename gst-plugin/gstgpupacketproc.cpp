@@ -72,6 +72,7 @@
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
+#include "pinnedpools.h"
 #include "procstats.h"
 #include "resultqueue.h"
 
@@ -99,32 +100,6 @@ static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect:
     (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
     "dpi-select values are gpp::DpiSelect's");
 
-/* The results pool is this many times pool-size: 128-byte records for
- * packets that take at least a 32-byte descriptor of a batch (caplen 0). */
-constexpr size_t kResultsPoolFactor = 4;
-/* Pinned pages cannot be swapped out: all pools of all elements of the
- * process together may take at most this share of physical memory (CUDA's
- * advice is to stay well under half), checked at READY→PAUSED. */
-constexpr double kMaxPinnedShare = 0.5;
-/* Bytes pinned by every gpupacketproc of this process. */
-static std::atomic<uint64_t> pinned_in_process{0};
-
-/* Physical memory (MemTotal of /proc/meminfo) in bytes; 0 if unknown. */
-static uint64_t
-physical_memory_bytes (void)
-{
-  FILE *f = fopen ("/proc/meminfo", "r");
-  if (!f)
-    return 0;
-  char line[256];
-  unsigned long long kib = 0;
-  while (fgets (line, sizeof line, f))
-    if (sscanf (line, "MemTotal: %llu kB", &kib) == 1)
-      break;
-  fclose (f);
-  return (uint64_t) kib * 1024;
-}
-
 enum
 {
   PROP_0,
@@ -149,10 +124,7 @@ enum
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct GppProcState
 {
-  GstAllocator *input_allocator = nullptr;   /* pinned arena for batches */
-  GstAllocator *results_allocator = nullptr; /* pinned arena for results */
-  std::string no_pool_reason;                /* why there is no pinned pool */
-  size_t pinned_bytes = 0;                   /* both pools, counted in pinned_in_process */
+  GppPinnedPools pools;
   std::unique_ptr<gpp::Engine> engine;      /* of the mode in use; none after a persistent EOS */
   gpp::EngineSettings engine_settings;      /* that engine was made with */
   /* Whether upstream is live (asked once, streaming thread): capture-to-
@@ -165,13 +137,6 @@ struct GppProcState
   /* The ordered hand-off of results to the src pad task. */
   GppResultQueue results;
 
-  ~GppProcState ()
-  {
-    if (input_allocator)
-      gst_object_unref (input_allocator);
-    if (results_allocator)
-      gst_object_unref (results_allocator);
-  }
 };
 
 struct _GstGpuPacketProc
@@ -492,9 +457,7 @@ static void
 gst_gpu_packet_proc_set_flushing (GppProcState * st)
 {
   st->results.start_flushing ();
-  for (GstAllocator *allocator : {st->input_allocator, st->results_allocator})
-    if (allocator)
-      gpp_pinned_allocator_wake (allocator);
+  st->pools.wake ();
 }
 
 /* The link types process_packet() parses (gpp::linktype_supported; the
@@ -623,11 +586,11 @@ gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * que
     return TRUE;
   }
   if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
-    if (st && st->input_allocator) {
+    if (st && st->pools.input ()) {
       GstAllocationParams params;
       gst_allocation_params_init (&params);
       params.align = gpp::HostArena::kAlign - 1;
-      gst_query_add_allocation_param (query, st->input_allocator, &params);
+      gst_query_add_allocation_param (query, st->pools.input (), &params);
       return TRUE;
     }
     return FALSE;
@@ -710,10 +673,10 @@ gst_gpu_packet_proc_switch_engine (GstGpuPacketProc * self, gpp::Mode mode,
 {
   GppProcState *st = self->state;
   gst_gpu_packet_proc_release_engine (self);
-  if (gpp::is_gpu_mode (mode) && !st->input_allocator) {
+  if (gpp::is_gpu_mode (mode) && !st->pools.input ()) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
             "memory pool, which are not available: %s", gpp::mode_name (mode),
-            st->no_pool_reason.c_str ()), (NULL));
+            st->pools.no_pool_reason ().c_str ()), (NULL));
     return FALSE;
   }
   std::string error;
@@ -803,11 +766,11 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */
   GstMemory *mem = gst_buffer_n_memory (batch) == 1 ? gst_buffer_peek_memory (batch, 0) : NULL;
-  if (mem && gpp_pinned_allocator_owns (st->input_allocator, mem) &&
+  if (mem && gpp_pinned_allocator_owns (st->pools.input (), mem) &&
       reinterpret_cast<uintptr_t> (in.data) % 16 == 0) {
     item.batch_map = in;
   } else {
-    if (in.size > gpp_pinned_allocator_capacity (st->input_allocator)) {
+    if (in.size > gpp_pinned_allocator_capacity (st->pools.input ())) {
       if (gst_gpu_packet_proc_settle_before_error (self))
         GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
               "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
@@ -815,7 +778,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
       gst_buffer_unmap (batch, &in);
       return GST_FLOW_ERROR;      /* the item unrefs the batch */
     }
-    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->input_allocator, in.size,
+    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->pools.input (), in.size,
         st->results.flushing_flag ());
     if (!pinned) {
       gst_buffer_unmap (batch, &in);
@@ -830,15 +793,15 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   }
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
-  if (results_size > gpp_pinned_allocator_capacity (st->results_allocator)) {
+  if (results_size > gpp_pinned_allocator_capacity (st->pools.results ())) {
     if (gst_gpu_packet_proc_settle_before_error (self))
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
             "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
             "or lower batch-size.", item.count, results_size,
-            kResultsPoolFactor * self->pool_size_mib), (NULL));
+            GppPinnedPools::kResultsPoolFactor * self->pool_size_mib), (NULL));
     return GST_FLOW_ERROR;
   }
-  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->results_allocator,
+  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->pools.results (),
       results_size, st->results.flushing_flag ());
   if (!results_mem)
     return GST_FLOW_FLUSHING;
@@ -965,55 +928,28 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
   const auto kind = static_cast<gpp::HostMemoryKind> (self->pool_memory);
   GST_OBJECT_UNLOCK (self);
 
-  std::string error;
-  const uint64_t request = (uint64_t) bytes * (1 + kResultsPoolFactor);
-  const uint64_t physical = physical_memory_bytes ();
-  const uint64_t pinned_before = pinned_in_process.load ();
-  if (bytes != 0 && physical && pinned_before + request > kMaxPinnedShare * physical) {
-    gchar *text = g_strdup_printf ("pool-size=%u needs %" G_GUINT64_FORMAT " MiB of pinned "
-        "memory (input pool and a results pool %zu times its size), and the process has "
-        "%" G_GUINT64_FORMAT " MiB pinned already; together more than half of the "
-        "machine's %" G_GUINT64_FORMAT " MiB, which would starve the host (pinned pages "
-        "cannot be swapped)", (guint) (bytes >> 20), request >> 20, kResultsPoolFactor,
-        pinned_before >> 20, physical >> 20);
-    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.", text),
-        ("lower pool-size; at most %.0f%% of physical memory may be pinned",
-            100 * kMaxPinnedShare));
-    g_free (text);
-    return FALSE;
-  }
-  if (bytes == 0) {
-    st->no_pool_reason = "pool-size is 0";
-  } else if (!(error = gpp::gpu_unavailable_reason (device)).empty ()) {
-    st->no_pool_reason = error;
-  } else {
-    /* Results are read by the CPU: never write-combined. */
-    const auto results_kind = kind == gpp::HostMemoryKind::WriteCombined ?
-        gpp::HostMemoryKind::Default : kind;
-    /* A record is 128 bytes; a packet takes at least 32 in a batch. */
-    const size_t results_bytes = kResultsPoolFactor * bytes;
-    auto input = gpp::make_host_arena (device, bytes, kind, &error);
-    auto results = input ? gpp::make_host_arena (device, results_bytes, results_kind,
-        &error) : nullptr;
-    if (input && results) {
-      st->input_allocator = gpp_pinned_allocator_new (std::move (input));
-      st->results_allocator = gpp_pinned_allocator_new (std::move (results));
-      st->pinned_bytes = bytes + results_bytes;
-      pinned_in_process += st->pinned_bytes;
-      GST_INFO_OBJECT (self, "pinned pools: %zu + %zu bytes on device %d", bytes,
-          results_bytes, device);
+  std::string why;
+  switch (st->pools.open (device, bytes, kind, &why)) {
+    case GppPinnedPools::Open::Refused:
+      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
+              why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
+              100 * GppPinnedPools::kMaxPinnedShare));
+      return FALSE;
+    case GppPinnedPools::Open::Ok:
+      GST_INFO_OBJECT (self, "pinned pools: %zu bytes on device %d", st->pools.pinned_bytes (),
+          device);
       return TRUE;
-    }
-    st->no_pool_reason = "pinned pools of " + std::to_string (bytes >> 20) + " + " +
-        std::to_string (kResultsPoolFactor * bytes >> 20) + " MiB: " + error;
+    case GppPinnedPools::Open::NoPool:
+      break;
   }
   if (mode != gpp::Mode::Cpu) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
             "memory pool, which are not available: %s", gpp::mode_name (mode),
-            st->no_pool_reason.c_str ()), (NULL));
+            st->pools.no_pool_reason ().c_str ()), (NULL));
     return FALSE;
   }
-  GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only", st->no_pool_reason.c_str ());
+  GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only",
+      st->pools.no_pool_reason ().c_str ());
   return TRUE;
 }
 
@@ -1034,8 +970,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   GST_OBJECT_LOCK (self);
   self->state = nullptr;
   GST_OBJECT_UNLOCK (self);
-  pinned_in_process -= st->pinned_bytes;
-  delete st;
+  delete st;                    /* and its pools: the process's pinned count goes down */
   self->linktype = -1;
   self->linktype_refused = FALSE;
 }
@@ -1120,12 +1055,9 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
     } else {
       live.active_mode = "cpu";
     }
-    live.pool_pinned = st->pinned_bytes;
-    if (st->input_allocator) {
-      live.pool_fallbacks = gpp_pinned_allocator_fallbacks (st->input_allocator);
-      live.pool_in_use = gpp_pinned_allocator_in_use (st->input_allocator) +
-          gpp_pinned_allocator_in_use (st->results_allocator);
-    }
+    live.pool_pinned = st->pools.pinned_bytes ();
+    live.pool_fallbacks = st->pools.fallbacks ();
+    live.pool_in_use = st->pools.in_use ();
   }
   GST_OBJECT_UNLOCK (self);
   return self->stats->to_structure (live);
