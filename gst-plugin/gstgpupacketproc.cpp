@@ -72,7 +72,7 @@
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
-#include "pinnedpools.h"
+#include "modedispatch.h"
 #include "procstats.h"
 #include "resultqueue.h"
 
@@ -124,19 +124,14 @@ enum
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct GppProcState
 {
-  GppPinnedPools pools;
-  std::unique_ptr<gpp::Engine> engine;      /* of the mode in use; none after a persistent EOS */
-  gpp::EngineSettings engine_settings;      /* that engine was made with */
   /* Whether upstream is live (asked once, streaming thread): capture-to-
    * result latency means something only then (a file's timestamps are old). */
   int upstream_live = -1;
 
-  /* Guards `engine` where it is replaced (the streaming thread) against the
-   * stats, read from any thread. */
-  std::mutex engine_lock;
+  /* The engine, its settings and the pinned pools. */
+  GppModeDispatch dispatch;
   /* The ordered hand-off of results to the src pad task. */
   GppResultQueue results;
-
 };
 
 struct _GstGpuPacketProc
@@ -404,7 +399,7 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
       gst_pad_push_event (self->srcpad, event);
   } else {
     std::string error;
-    const bool ok = st->engine->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
+    const bool ok = st->dispatch.engine ()->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
     const bool failed_before = st->results.retire_slot ();
     if (!ok || failed_before) {
       /* After a failed batch the stream has a hole: the batches behind it
@@ -439,7 +434,6 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
   return gst_pad_push_event (self->srcpad, event);
 }
 
-static void gst_gpu_packet_proc_release_engine (GstGpuPacketProc * self);
 
 /* Stops a persistent kernel once nothing is in flight (EOS, flush): it would
  * otherwise keep a GPU thread polling for work that is not coming. */
@@ -447,8 +441,8 @@ static void
 gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
-  if (st->engine && st->engine->mode () == gpp::Mode::Persistent)
-    gst_gpu_packet_proc_release_engine (self);
+  if (st->dispatch.engine () && st->dispatch.engine ()->mode () == gpp::Mode::Persistent)
+    st->dispatch.release (*self->stats);
 }
 
 /* Starts flushing: wakes every wait that flushing ends (batch slots, the
@@ -457,7 +451,7 @@ static void
 gst_gpu_packet_proc_set_flushing (GppProcState * st)
 {
   st->results.start_flushing ();
-  st->pools.wake ();
+  st->dispatch.pools.wake ();
 }
 
 /* The link types process_packet() parses (gpp::linktype_supported; the
@@ -586,11 +580,11 @@ gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * que
     return TRUE;
   }
   if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
-    if (st && st->pools.input ()) {
+    if (st && st->dispatch.pools.input ()) {
       GstAllocationParams params;
       gst_allocation_params_init (&params);
       params.align = gpp::HostArena::kAlign - 1;
-      gst_query_add_allocation_param (query, st->pools.input (), &params);
+      gst_query_add_allocation_param (query, st->dispatch.pools.input (), &params);
       return TRUE;
     }
     return FALSE;
@@ -648,49 +642,21 @@ gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadM
   return gst_pad_stop_task (pad);
 }
 
-/* Destroys the engine in use (none is then in use), after it drained. */
-static void
-gst_gpu_packet_proc_release_engine (GstGpuPacketProc * self)
-{
-  GppProcState *st = self->state;
-  std::unique_ptr<gpp::Engine> old;
-  {
-    std::lock_guard<std::mutex> lock (st->engine_lock);
-    old = std::move (st->engine);
-  }
-  if (old) {
-    const gpp::GpuCounters c = old->counters ();
-    self->stats->add_engine_traffic (c.bytes_h2d, c.bytes_d2h);
-  }
-  /* persistent: stops the resident kernel */
-}
-
-/* Builds the engine of `mode` the settings ask for (gpp::make_engine), after
- * the old one drained. */
+/* Builds the engine of `mode` the settings ask for, after the old one
+ * drained. */
 static gboolean
 gst_gpu_packet_proc_switch_engine (GstGpuPacketProc * self, gpp::Mode mode,
     const gpp::EngineSettings & settings)
 {
   GppProcState *st = self->state;
-  gst_gpu_packet_proc_release_engine (self);
-  if (gpp::is_gpu_mode (mode) && !st->pools.input ()) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
-            "memory pool, which are not available: %s", gpp::mode_name (mode),
-            st->pools.no_pool_reason ().c_str ()), (NULL));
-    return FALSE;
-  }
   std::string error;
-  auto engine = gpp::make_engine (mode, settings, &error);
-  if (!engine) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Could not start mode=%s on CUDA device %d: %s",
-            gpp::mode_name (mode), settings.device_id, error.c_str ()), (NULL));
+  if (!st->dispatch.switch_to (mode, settings, *self->stats, &error)) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
     return FALSE;
   }
-  std::lock_guard<std::mutex> lock (st->engine_lock);
-  st->engine = std::move (engine);
-  st->engine_settings = settings;
   st->results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
-  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode), st->engine->slots ());
+  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode),
+      st->dispatch.engine ()->slots ());
   return TRUE;
 }
 
@@ -723,19 +689,19 @@ gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
   gst_buffer_map (results, &out, GST_MAP_WRITE);
   auto *records = reinterpret_cast<GppResult *> (out.data);
   std::string error;
-  if (!st->engine->submit (in.data, in.size, count, config, records, &error) ||
-      !st->engine->wait_oldest (&error)) {
+  if (!st->dispatch.engine ()->submit (in.data, in.size, count, config, records, &error) ||
+      !st->dispatch.engine ()->wait_oldest (&error)) {
     gst_buffer_unmap (results, &out);
     gst_buffer_unref (results);
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Processing failed in mode %s.",
-            gpp::mode_name (st->engine->mode ())), ("%s", error.c_str ()));
+            gpp::mode_name (st->dispatch.engine ()->mode ())), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
   guint64 bytes = 0;
   const GppPacketDesc *descs = gpp_batch_descs (in.data);
   for (uint32_t i = 0; i < count; i++)
     bytes += descs[i].caplen;
-  gst_gpu_packet_proc_account (self, st->engine->mode (), records, count, bytes, entry,
+  gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count, bytes, entry,
       st->upstream_live ? first_capture_ns (in.data) : 0);
   gst_buffer_unmap (results, &out);
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
@@ -766,11 +732,11 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */
   GstMemory *mem = gst_buffer_n_memory (batch) == 1 ? gst_buffer_peek_memory (batch, 0) : NULL;
-  if (mem && gpp_pinned_allocator_owns (st->pools.input (), mem) &&
+  if (mem && gpp_pinned_allocator_owns (st->dispatch.pools.input (), mem) &&
       reinterpret_cast<uintptr_t> (in.data) % 16 == 0) {
     item.batch_map = in;
   } else {
-    if (in.size > gpp_pinned_allocator_capacity (st->pools.input ())) {
+    if (in.size > gpp_pinned_allocator_capacity (st->dispatch.pools.input ())) {
       if (gst_gpu_packet_proc_settle_before_error (self))
         GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
               "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
@@ -778,7 +744,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
       gst_buffer_unmap (batch, &in);
       return GST_FLOW_ERROR;      /* the item unrefs the batch */
     }
-    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->pools.input (), in.size,
+    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.input (), in.size,
         st->results.flushing_flag ());
     if (!pinned) {
       gst_buffer_unmap (batch, &in);
@@ -793,7 +759,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   }
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
-  if (results_size > gpp_pinned_allocator_capacity (st->pools.results ())) {
+  if (results_size > gpp_pinned_allocator_capacity (st->dispatch.pools.results ())) {
     if (gst_gpu_packet_proc_settle_before_error (self))
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
             "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
@@ -801,7 +767,7 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
             GppPinnedPools::kResultsPoolFactor * self->pool_size_mib), (NULL));
     return GST_FLOW_ERROR;
   }
-  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->pools.results (),
+  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.results (),
       results_size, st->results.flushing_flag ());
   if (!results_mem)
     return GST_FLOW_FLUSHING;
@@ -809,10 +775,10 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
 
-  if (!st->results.reserve (st->engine->slots ()))
+  if (!st->results.reserve (st->dispatch.engine ()->slots ()))
     return GST_FLOW_FLUSHING;
   std::string error;
-  if (!st->engine->submit (item.batch_map.data, item.batch_map.size, item.count, config,
+  if (!st->dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count, config,
           reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
     item.release ();
     st->results.cancel_reservation ();
@@ -887,9 +853,8 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   const gpp::EngineSettings settings = engine_settings_locked (self);
   GST_OBJECT_UNLOCK (self);
 
-  const bool engine_changed = !st->engine || st->engine->mode () != mode ||
-      !gpp::same_engine_settings (mode, settings, st->engine_settings);
-  const bool inline_behind_queue = !engine_changed && st->engine->completes_inline () &&
+  const bool engine_changed = st->dispatch.needs_switch (mode, settings);
+  const bool inline_behind_queue = !engine_changed && st->dispatch.engine ()->completes_inline () &&
       st->results.outstanding () > 0;
   if (engine_changed || inline_behind_queue) {
     /* Let everything in flight leave first: nothing is lost or reordered. */
@@ -905,7 +870,7 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
     }
   }
 
-  if (st->engine->completes_inline ()) {
+  if (st->dispatch.engine ()->completes_inline ()) {
     GstFlowReturn ret = gst_gpu_packet_proc_process_inline (self, batch, in, config, entry);
     gst_buffer_unmap (batch, &in);
     gst_buffer_unref (batch);
@@ -929,14 +894,14 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
   GST_OBJECT_UNLOCK (self);
 
   std::string why;
-  switch (st->pools.open (device, bytes, kind, &why)) {
+  switch (st->dispatch.pools.open (device, bytes, kind, &why)) {
     case GppPinnedPools::Open::Refused:
       GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
               why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
               100 * GppPinnedPools::kMaxPinnedShare));
       return FALSE;
     case GppPinnedPools::Open::Ok:
-      GST_INFO_OBJECT (self, "pinned pools: %zu bytes on device %d", st->pools.pinned_bytes (),
+      GST_INFO_OBJECT (self, "pinned pools: %zu bytes on device %d", st->dispatch.pools.pinned_bytes (),
           device);
       return TRUE;
     case GppPinnedPools::Open::NoPool:
@@ -945,11 +910,11 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
   if (mode != gpp::Mode::Cpu) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
             "memory pool, which are not available: %s", gpp::mode_name (mode),
-            st->pools.no_pool_reason ().c_str ()), (NULL));
+            st->dispatch.pools.no_pool_reason ().c_str ()), (NULL));
     return FALSE;
   }
   GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only",
-      st->pools.no_pool_reason ().c_str ());
+      st->dispatch.pools.no_pool_reason ().c_str ());
   return TRUE;
 }
 
@@ -963,10 +928,10 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   for (PendingItem item; st->results.take_front (item); item.release ()) {
     if (!item.event) {
       std::string ignored;
-      st->engine->wait_oldest (&ignored);
+      st->dispatch.engine ()->wait_oldest (&ignored);
     }
   }
-  gst_gpu_packet_proc_release_engine (self);
+  st->dispatch.release (*self->stats);
   GST_OBJECT_LOCK (self);
   self->state = nullptr;
   GST_OBJECT_UNLOCK (self);
@@ -1046,18 +1011,7 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   GppProcState *st = self->state;
   if (st) {
     live.in_flight = st->results.in_flight ();
-    std::lock_guard<std::mutex> lock (st->engine_lock);
-    if (st->engine) {
-      const gpp::GpuCounters c = st->engine->counters ();
-      live.engine_h2d = c.bytes_h2d;
-      live.engine_d2h = c.bytes_d2h;
-      live.active_mode = gpp::mode_name (st->engine->mode ());
-    } else {
-      live.active_mode = "cpu";
-    }
-    live.pool_pinned = st->pools.pinned_bytes ();
-    live.pool_fallbacks = st->pools.fallbacks ();
-    live.pool_in_use = st->pools.in_use ();
+    st->dispatch.fill_live (live);
   }
   GST_OBJECT_UNLOCK (self);
   return self->stats->to_structure (live);

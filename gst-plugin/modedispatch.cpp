@@ -1,0 +1,60 @@
+#include "modedispatch.h"
+
+bool
+GppModeDispatch::needs_switch (gpp::Mode mode, const gpp::EngineSettings & settings) const
+{
+  return !engine_ || engine_->mode () != mode ||
+      !gpp::same_engine_settings (mode, settings, settings_);
+}
+
+void
+GppModeDispatch::release (GppProcStats & stats)
+{
+  std::unique_ptr<gpp::Engine> old;
+  {
+    std::lock_guard<std::mutex> guard (lock_);
+    old = std::move (engine_);
+  }
+  if (old) {
+    const gpp::GpuCounters c = old->counters ();
+    stats.add_engine_traffic (c.bytes_h2d, c.bytes_d2h);
+  }
+}
+
+bool
+GppModeDispatch::switch_to (gpp::Mode mode, const gpp::EngineSettings & settings,
+    GppProcStats & stats, std::string * error)
+{
+  release (stats);
+  if (gpp::is_gpu_mode (mode) && !pools.input ()) {
+    *error = std::string ("mode=") + gpp::mode_name (mode) + " needs a CUDA GPU and its pinned "
+        "memory pool, which are not available: " + pools.no_pool_reason ();
+    return false;
+  }
+  std::string why;
+  auto engine = gpp::make_engine (mode, settings, &why);
+  if (!engine) {
+    *error = std::string ("Could not start mode=") + gpp::mode_name (mode) + " on CUDA device " +
+        std::to_string (settings.device_id) + ": " + why;
+    return false;
+  }
+  std::lock_guard<std::mutex> guard (lock_);
+  engine_ = std::move (engine);
+  settings_ = settings;
+  return true;
+}
+
+void
+GppModeDispatch::fill_live (GppLiveFigures & live)
+{
+  live.pool_pinned = pools.pinned_bytes ();
+  live.pool_fallbacks = pools.fallbacks ();
+  live.pool_in_use = pools.in_use ();
+  std::lock_guard<std::mutex> guard (lock_);
+  live.active_mode = engine_ ? gpp::mode_name (engine_->mode ()) : "none";
+  if (engine_) {
+    const gpp::GpuCounters c = engine_->counters ();
+    live.engine_h2d = c.bytes_h2d;
+    live.engine_d2h = c.bytes_d2h;
+  }
+}
