@@ -339,12 +339,26 @@ elapsed_ns (std::chrono::steady_clock::time_point since)
       std::chrono::steady_clock::now () - since).count ();
 }
 
-/* Capture time of a batch's first packet (0 for an empty batch). */
+/* Capture time of a batch's first packet where upstream is live, else 0 (a
+ * file's timestamps are old; an empty batch has none). */
 static guint64
-first_capture_ns (const uint8_t * batch)
+live_capture_ns (const GppProcState * st, const uint8_t * batch)
 {
   const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  return header->packet_count ? gpp_batch_descs (batch)[0].timestamp_ns : 0;
+  return st->upstream_live > 0 && header->packet_count ?
+      gpp_batch_descs (batch)[0].timestamp_ns : 0;
+}
+
+/* Captured packet bytes of a batch (what the stats count as bytes). */
+static guint64
+captured_bytes (const uint8_t * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const GppPacketDesc *descs = gpp_batch_descs (batch);
+  guint64 bytes = 0;
+  for (uint32_t i = 0; i < header->packet_count; i++)
+    bytes += descs[i].caplen;
+  return bytes;
 }
 
 /* Counts a finished batch into the stats, just before its results are
@@ -697,12 +711,8 @@ gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
             gpp::mode_name (st->dispatch.engine ()->mode ())), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
-  guint64 bytes = 0;
-  const GppPacketDesc *descs = gpp_batch_descs (in.data);
-  for (uint32_t i = 0; i < count; i++)
-    bytes += descs[i].caplen;
-  gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count, bytes, entry,
-      st->upstream_live ? first_capture_ns (in.data) : 0);
+  gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count,
+      captured_bytes (in.data), entry, live_capture_ns (st, in.data));
   gst_buffer_unmap (results, &out);
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
@@ -724,10 +734,8 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
   item.mode = mode;
   item.entry = entry;
   item.count = reinterpret_cast<const GppBatchHeader *> (in.data)->packet_count;
-  const GppPacketDesc *descs = gpp_batch_descs (in.data);
-  for (uint32_t i = 0; i < item.count; i++)
-    item.bytes += descs[i].caplen;
-  item.first_capture_ns = st->upstream_live ? first_capture_ns (in.data) : 0;
+  item.bytes = captured_bytes (in.data);
+  item.first_capture_ns = live_capture_ns (st, in.data);
 
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */

@@ -132,8 +132,6 @@ GppResultQueue::take_front (PendingItem & item)
   std::lock_guard<std::mutex> lock (lock_);
   if (queue_.empty ())
     return false;
-  item = std::move (queue_.front ());
-  queue_.pop_front ();
-  queued_--;
+  move_front_locked (item);
   return true;
 }

@@ -157,9 +157,7 @@ public:
       pause ();
       return false;
     }
-    item = std::move (queue_.front ());
-    queue_.pop_front ();
-    queued_--;
+    move_front_locked (item);
     return true;
   }
   /* A batch's slot is free again; TRUE when an earlier batch failed. */
@@ -180,6 +178,13 @@ public:
 
 private:
   void spin_for_work ();
+  /* The oldest item into `item`; call with lock_ held and the queue not empty. */
+  void move_front_locked (PendingItem & item)
+  {
+    item = std::move (queue_.front ());
+    queue_.pop_front ();
+    queued_--;
+  }
   template <typename T> T read (const T & field)
   {
     std::lock_guard<std::mutex> lock (lock_);
