@@ -1,6 +1,8 @@
 // RAII owners for CUDA runtime objects and the error conventions of gpu/:
 // set-up paths throw CudaError (file:line and cudaGetErrorName); per-batch
-// paths return a status.  Host-only; compiled only when CUDA is enabled.
+// paths return a status (cuda_ok) and never call cudaMalloc or cudaFree
+// (which wait for every kernel on the device).  Host-only; compiled only
+// when CUDA is enabled.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -28,6 +30,14 @@ private:
     const cudaError_t gpp_status_ = (call);                                                    \
     if (gpp_status_ != cudaSuccess) throw ::gpp::CudaError(gpp_status_, #call, __FILE__, __LINE__); \
   } while (0)
+
+// Per-batch paths return a status: true, or false with `what` and the CUDA
+// error in *error.
+inline bool cuda_ok(cudaError_t e, const char *what, std::string *error) {
+  if (e == cudaSuccess) return true;
+  *error = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
+  return false;
+}
 
 // Teardown never throws; at process exit the runtime may already be gone
 // (cudaErrorCudartUnloading), which is fine to ignore.
@@ -122,6 +132,19 @@ public:
   }
   ~StreamOrderedMemory() {
     if (ptr_) cuda_release(cudaFreeAsync(ptr_, stream_));
+  }
+  // Per-batch form: makes room for at least `bytes` on `stream` (what was
+  // there is lost), returning the CUDA status instead of throwing.
+  cudaError_t reserve(size_t bytes, cudaStream_t stream) {
+    if (bytes <= bytes_ && stream == stream_) return cudaSuccess;
+    *this = StreamOrderedMemory(); // free first: lower peak use
+    void *p = nullptr;
+    const cudaError_t e = cudaMallocAsync(&p, bytes, stream);
+    if (e != cudaSuccess) return e;
+    ptr_ = p;
+    stream_ = stream;
+    bytes_ = bytes;
+    return cudaSuccess;
   }
   template <typename T = void> T *get() const { return static_cast<T *>(ptr_); }
   size_t size() const { return bytes_; }

@@ -132,6 +132,13 @@ public:
                       const CoreConfig &cfg, GppResult *results, std::string *error) = 0;
   // Waits for the oldest outstanding batch; its results are then in host memory.
   virtual bool wait_oldest(std::string *error) = 0;
+  // Stops what runs between batches (persistent: the resident kernel, which
+  // would keep a GPU and a host core polling) and keeps every allocation; the
+  // next submit resumes.  For EOS and flushes, with nothing outstanding.
+  virtual bool idle(std::string *error) {
+    (void)error;
+    return true;
+  }
   // Safe to call from any thread.
   virtual GpuCounters counters() const = 0;
   // GPU-side time of the batch wait_oldest() last returned, in ns, where the

@@ -17,8 +17,6 @@
 namespace gpp {
 namespace {
 
-std::string describe(const CudaError &e) { return e.what(); }
-
 // Written by the submitting thread, read by whoever asks for stats.
 class AtomicCounters {
 public:
@@ -56,12 +54,6 @@ bool wait_event(cudaEvent_t event, WaitStrategy wait, std::string *error) {
   return true;
 }
 
-bool check(cudaError_t e, const char *what, std::string *error) {
-  if (e == cudaSuccess) return true;
-  *error = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-  return false;
-}
-
 // ---- rule and pattern sets on the device ----------------------------------
 
 // Keeps the device copy of one kind of classification blob (ACL rules, DPI
@@ -78,19 +70,15 @@ public:
     if (!ptr) return true;
     if (generation != generation_) {
       if (!quiesce(error)) return false;
-      try {
-        if (blob_.size() < size) {
-          blob_ = StreamOrderedMemory(); // free first: lower peak use
-          blob_ = StreamOrderedMemory(size, upload_.get());
-        }
-        // A plain cudaMemcpy from pageable memory may return before the data
-        // reaches the device: copy on a stream of our own and wait for it.
-        GPP_CUDA_TRY(cudaMemcpyAsync(blob_.get(), ptr, size, cudaMemcpyHostToDevice,
-                                     upload_.get()));
-        GPP_CUDA_TRY(cudaStreamSynchronize(upload_.get()));
-      } catch (const CudaError &e) {
-        *error = std::string("uploading the ") + what + ": " + e.what();
-        generation_ = 0;
+      generation_ = 0;
+      // A plain cudaMemcpy from pageable memory may return before the data
+      // reaches the device: copy on a stream of our own and wait for it.
+      std::string why;
+      if (!cuda_ok(blob_.reserve(size, upload_.get()), "cudaMallocAsync", &why) ||
+          !cuda_ok(cudaMemcpyAsync(blob_.get(), ptr, size, cudaMemcpyHostToDevice, upload_.get()),
+                   "cudaMemcpyAsync", &why) ||
+          !cuda_ok(cudaStreamSynchronize(upload_.get()), "cudaStreamSynchronize", &why)) {
+        *error = std::string("uploading the ") + what + ": " + why;
         return false;
       }
       generation_ = generation;
@@ -133,8 +121,8 @@ private:
 struct StreamSlot {
   Stream stream;
   Event done;
-  DeviceMemory batch;   // streams / graph
-  DeviceMemory results; // streams / graph
+  StreamOrderedMemory batch;   // streams / graph, on `stream`
+  StreamOrderedMemory results; // streams / graph, on `stream`
   GraphExec graph;      // graph
   cudaGraphNode_t h2d = nullptr, kernel = nullptr, d2h = nullptr;
   ProcessKernelArgs args; // graph: kernel node arguments (stable address)
@@ -144,12 +132,29 @@ struct StreamSlot {
 
 class StreamEngine final : public Engine {
 public:
+  // A slot's device buffers are sized here for a slot's share of
+  // max_batch_bytes (at most kPresizeBytes); a larger batch grows them with
+  // the stream-ordered allocator, which never waits for other kernels.
+  static constexpr size_t kPresizeBytes = 8u << 20;
+
   StreamEngine(Mode mode, const EngineSettings &s)
       : mode_(mode), wait_(s.wait), device_(s.device_id) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
-    for (unsigned i = 0; i < std::max(1u, s.num_streams); ++i)
+    const unsigned count = std::max(1u, s.num_streams);
+    const size_t presize = std::min(kPresizeBytes, s.max_batch_bytes / count);
+    for (unsigned i = 0; i < count; ++i) {
       slots_.push_back(std::make_unique<StreamSlot>(flags));
+      if (mode != Mode::ZeroCopy) {
+        StreamSlot &slot = *slots_.back();
+        // Results: 128 bytes a packet, at most ~2x the batch (64-byte frames).
+        GPP_CUDA_TRY(slot.batch.reserve(presize, slot.stream.get()));
+        GPP_CUDA_TRY(slot.results.reserve(2 * presize, slot.stream.get()));
+        // Stream-ordered: ready before the first batch without waiting for
+        // other kernels (another element's persistent one never ends).
+        GPP_CUDA_TRY(cudaStreamSynchronize(slot.stream.get()));
+      }
+    }
   }
 
   Mode mode() const override { return mode_; }
@@ -160,44 +165,48 @@ public:
               GppResult *results, std::string *error) override {
     // The streaming thread may not be the one that made the engine: CUDA's
     // current device is per thread.
-    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
+    if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     CoreConfig device_cfg = cfg;
     if (!sets_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
       return false;
     StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
-    try {
-      if (count == 0) {
-        // Nothing to compute; the event still marks the slot's place in order.
-      } else if (mode_ == Mode::ZeroCopy) {
-        GPP_CUDA_TRY(launch_process_batch_zerocopy(batch, count, device_cfg, results, slot.stream.get()));
-      } else {
-        ensure_capacity(slot, batch_size, results_size);
-        if (mode_ == Mode::Streams) {
-          cudaStream_t st = slot.stream.get();
-          GPP_CUDA_TRY(cudaMemcpyAsync(slot.batch.get(), batch, batch_size,
-                                       cudaMemcpyHostToDevice, st));
-          GPP_CUDA_TRY(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
-                                            slot.results.get<GppResult>(), st));
-          GPP_CUDA_TRY(cudaMemcpyAsync(results, slot.results.get(), results_size,
-                                       cudaMemcpyDeviceToHost, st));
-        } else {
-          replay_graph(slot, batch, batch_size, count, device_cfg, results, results_size);
-        }
-      }
-      // Copy engines (streams, graph) or the kernel over PCIe (zerocopy) move these.
-      counters_.add(batch_size, results_size);
-      GPP_CUDA_TRY(cudaEventRecord(slot.done.get(), slot.stream.get()));
-    } catch (const CudaError &e) {
-      *error = describe(e);
-      return false;
+    cudaStream_t st = slot.stream.get();
+    bool ok = true;
+    if (count == 0) {
+      // Nothing to compute; the event still marks the slot's place in order.
+    } else if (mode_ == Mode::ZeroCopy) {
+      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, results, st),
+                   "launching the zero-copy kernel", error);
+    } else {
+      // Device buffers grow to the largest batch seen (the slot is idle here).
+      ok = cuda_ok(slot.batch.reserve(batch_size, st), "growing a slot's batch buffer", error) &&
+           cuda_ok(slot.results.reserve(std::max(results_size, sizeof(GppResult)), st),
+                   "growing a slot's results buffer", error);
+      if (ok && mode_ == Mode::Streams)
+        ok = cuda_ok(cudaMemcpyAsync(slot.batch.get(), batch, batch_size, cudaMemcpyHostToDevice,
+                                     st),
+                     "copying a batch to the device", error) &&
+             cuda_ok(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
+                                          slot.results.get<GppResult>(), st),
+                     "launching the kernel", error) &&
+             cuda_ok(cudaMemcpyAsync(results, slot.results.get(), results_size,
+                                     cudaMemcpyDeviceToHost, st),
+                     "copying results to the host", error);
+      else if (ok)
+        ok = replay_graph(slot, batch, batch_size, count, device_cfg, results, results_size,
+                          error);
     }
+    if (!ok || !cuda_ok(cudaEventRecord(slot.done.get(), st), "cudaEventRecord", error))
+      return false;
+    // Copy engines (streams, graph) or the kernel over PCIe (zerocopy) move these.
+    counters_.add(batch_size, results_size);
     ++head_; // only a started batch takes a place in the order
     return true;
   }
 
   bool wait_oldest(std::string *error) override {
-    if (!check(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
+    if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error)) return false;
     StreamSlot &slot = *slots_[tail_++ % slots_.size()];
     return wait_event(slot.done.get(), wait_, error);
   }
@@ -206,29 +215,18 @@ private:
   // Waits for every batch in flight (before the ACL blob they read goes away).
   bool quiesce(std::string *error) {
     for (auto &slot : slots_)
-      if (!check(cudaStreamSynchronize(slot->stream.get()), "cudaStreamSynchronize", error))
+      if (!cuda_ok(cudaStreamSynchronize(slot->stream.get()), "cudaStreamSynchronize", error))
         return false;
     return true;
-  }
-
-  // Device buffers grow to the largest batch seen (the slot is idle here).
-  void ensure_capacity(StreamSlot &slot, size_t batch_size, size_t results_size) {
-    if (slot.batch.size() < batch_size) {
-      slot.batch = DeviceMemory(); // free first: lower peak use
-      slot.batch = DeviceMemory(batch_size);
-    }
-    if (slot.results.size() < std::max<size_t>(results_size, sizeof(GppResult))) {
-      slot.results = DeviceMemory();
-      slot.results = DeviceMemory(std::max<size_t>(results_size, sizeof(GppResult)));
-    }
   }
 
   // The copy-kernel-copy sequence is built once per slot, instantiated once,
   // and each batch only updates its three nodes (cheap: DESIGN.md measured
   // 1.7 us of CPU for the three updates) before a replay.  Built node by node
   // rather than captured so the node handles are at hand.
-  void replay_graph(StreamSlot &slot, const uint8_t *batch, size_t batch_size, uint32_t count,
-                    const CoreConfig &cfg, GppResult *results, size_t results_size) {
+  bool replay_graph(StreamSlot &slot, const uint8_t *batch, size_t batch_size, uint32_t count,
+                    const CoreConfig &cfg, GppResult *results, size_t results_size,
+                    std::string *error) {
     slot.args.batch = slot.batch.get<uint8_t>();
     slot.args.packet_count = count;
     slot.args.cfg = cfg;
@@ -239,26 +237,34 @@ private:
     const size_t d2h_size = results_size;
     GppResult *d2h_dst = results;
     if (!slot.graph.get()) {
-      cudaGraph_t graph;
-      GPP_CUDA_TRY(cudaGraphCreate(&graph, 0));
-      GPP_CUDA_TRY(cudaGraphAddMemcpyNode1D(&slot.h2d, graph, nullptr, 0, slot.batch.get(), batch,
-                                            batch_size, cudaMemcpyHostToDevice));
-      GPP_CUDA_TRY(cudaGraphAddKernelNode(&slot.kernel, graph, &slot.h2d, 1, &kernel_params));
-      GPP_CUDA_TRY(cudaGraphAddMemcpyNode1D(&slot.d2h, graph, &slot.kernel, 1, d2h_dst,
-                                            slot.results.get(), d2h_size,
-                                            cudaMemcpyDeviceToHost));
-      cudaGraphExec_t exec;
-      GPP_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-      slot.graph = GraphExec(graph, exec);
+      cudaGraph_t graph = nullptr;
+      if (!cuda_ok(cudaGraphCreate(&graph, 0), "cudaGraphCreate", error)) return false;
+      cudaGraphExec_t exec = nullptr;
+      const bool built =
+          cuda_ok(cudaGraphAddMemcpyNode1D(&slot.h2d, graph, nullptr, 0, slot.batch.get(), batch,
+                                           batch_size, cudaMemcpyHostToDevice),
+                  "adding the graph's copy in", error) &&
+          cuda_ok(cudaGraphAddKernelNode(&slot.kernel, graph, &slot.h2d, 1, &kernel_params),
+                  "adding the graph's kernel", error) &&
+          cuda_ok(cudaGraphAddMemcpyNode1D(&slot.d2h, graph, &slot.kernel, 1, d2h_dst,
+                                           slot.results.get(), d2h_size, cudaMemcpyDeviceToHost),
+                  "adding the graph's copy out", error) &&
+          cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", error);
+      slot.graph = GraphExec(graph, exec); // owns what was made, also on failure
+      if (!built) return false;
     } else {
       cudaGraphExec_t exec = slot.graph.get();
-      GPP_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.h2d, slot.batch.get(), batch,
-                                                      batch_size, cudaMemcpyHostToDevice));
-      GPP_CUDA_TRY(cudaGraphExecKernelNodeSetParams(exec, slot.kernel, &kernel_params));
-      GPP_CUDA_TRY(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.d2h, d2h_dst, slot.results.get(),
-                                                      d2h_size, cudaMemcpyDeviceToHost));
+      if (!cuda_ok(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.h2d, slot.batch.get(), batch,
+                                                      batch_size, cudaMemcpyHostToDevice),
+                   "updating the graph's copy in", error) ||
+          !cuda_ok(cudaGraphExecKernelNodeSetParams(exec, slot.kernel, &kernel_params),
+                   "updating the graph's kernel", error) ||
+          !cuda_ok(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.d2h, d2h_dst, slot.results.get(),
+                                                      d2h_size, cudaMemcpyDeviceToHost),
+                   "updating the graph's copy out", error))
+        return false;
     }
-    GPP_CUDA_TRY(cudaGraphLaunch(slot.graph.get(), slot.stream.get()));
+    return cuda_ok(cudaGraphLaunch(slot.graph.get(), slot.stream.get()), "cudaGraphLaunch", error);
   }
 
   Mode mode_;
@@ -345,7 +351,7 @@ public:
     // Posting a batch makes no CUDA call; this slow path does (and the
     // streaming thread may not be the one that made the engine).
     auto drain = [this](std::string *err) {
-      return check(cudaSetDevice(device_), "cudaSetDevice", err) && quiesce(err) &&
+      return cuda_ok(cudaSetDevice(device_), "cudaSetDevice", err) && quiesce(err) &&
              stop_kernel(err);
     };
     CoreConfig device_cfg = cfg;
@@ -358,6 +364,13 @@ public:
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
     counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
     return true;
+  }
+
+  // EOS, flush: the kernel stops polling; its staging, control block and
+  // device sets stay for the next submit, which relaunches it.
+  bool idle(std::string *error) override {
+    return !running_ || (cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error) &&
+                         stop_kernel(error));
   }
 
   bool wait_oldest(std::string *error) override {
@@ -416,9 +429,14 @@ private:
   }
 
   bool start_kernel(const CoreConfig &cfg, uint32_t acl_tuples, std::string *error) {
-    try {
-      GPP_CUDA_TRY(cudaSetDevice(device_));
-      GPP_CUDA_TRY(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()));
+    {
+      std::string why;
+      if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why) ||
+          !cuda_ok(cudaMemsetAsync(state_.get(), 0, sizeof(PersistentDeviceState), stream_.get()),
+                   "cudaMemsetAsync", &why)) {
+        *error = "starting the persistent kernel: " + why;
+        return false;
+      }
       // The last stop job sits in this ticket's slot, tagged as this ticket:
       // retag both its words as the ticket before, which no kernel awaits.
       write_job(control()->jobs[head_ % slots_], head_ - 1, 0, 0, 0, 0, 0);
@@ -433,10 +451,10 @@ private:
       launch.idle_sleep_ns = idle_sleep_ns_;
       launch.acl_chunk_packets = persistent_acl_chunk_packets(acl_tuples);
       launch.cfg = cfg;
-      GPP_CUDA_TRY(launch_persistent(launch, stream_.get()));
-    } catch (const CudaError &e) {
-      *error = std::string("starting the persistent kernel: ") + e.what();
-      return false;
+      if (!cuda_ok(launch_persistent(launch, stream_.get()), "launching", &why)) {
+        *error = "starting the persistent kernel: " + why;
+        return false;
+      }
     }
     running_ = true;
     running_cfg_ = cfg;
@@ -461,7 +479,7 @@ private:
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     running_ = false;
-    return check(e, "persistent kernel", error);
+    return cuda_ok(e, "persistent kernel", error);
   }
 
   // Waits until the kernel has answered job `ticket`.
@@ -482,7 +500,7 @@ private:
         // submitting thread meanwhile) has ended normally for this job.
         if (e == cudaSuccess && done->load(std::memory_order_acquire) >= ticket + 1) break;
         if (e != cudaErrorNotReady)
-          return check(e == cudaSuccess ? cudaErrorLaunchFailure : e,
+          return cuda_ok(e == cudaSuccess ? cudaErrorLaunchFailure : e,
                        "persistent kernel stopped unexpectedly", error);
         if (clock::now() - start > kAnswerTimeout) {
           *error = "persistent kernel did not answer batch " + std::to_string(ticket) +

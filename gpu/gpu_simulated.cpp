@@ -14,6 +14,8 @@
 //              deep in it could: the element must turn it into an error
 //   submit:N   the engine's Nth submit fails (N from 1)
 //   wait:N     the engine's Nth wait fails
+//   idle:N     the engine's Nth idle (EOS, flush) fails, as a persistent
+//              kernel that does not stop would
 //   lost:N     the device is lost at the Nth submit: that batch fails at its
 //              wait and every later submit fails, as after a real device loss
 //              (batches submitted before it complete)
@@ -39,7 +41,7 @@ namespace gpp {
 namespace {
 
 struct Fault {
-  enum Kind { None, Arena, Engine, Throw, Submit, Wait, Lost } kind = None;
+  enum Kind { None, Arena, Engine, Throw, Submit, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
 };
 
@@ -55,6 +57,7 @@ Fault fault_from_env() {
   else if (name == "throw") f.kind = Fault::Throw;
   else if (name == "submit") f.kind = Fault::Submit;
   else if (name == "wait") f.kind = Fault::Wait;
+  else if (name == "idle") f.kind = Fault::Idle;
   else if (name == "lost") f.kind = Fault::Lost;
   return f;
 }
@@ -118,6 +121,16 @@ public:
     return true;
   }
 
+  bool idle(std::string *error) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++idles_;
+    if (fault_.kind == Fault::Idle && idles_ == fault_.at) {
+      *error = "simulated fault: idle " + std::to_string(idles_) + " failed";
+      return false;
+    }
+    return true;
+  }
+
 private:
   struct Job {
     const uint8_t *batch;
@@ -154,7 +167,7 @@ private:
   Mode mode_;
   unsigned slots_;
   const Fault fault_;
-  unsigned long submits_ = 0, waits_ = 0;
+  unsigned long submits_ = 0, waits_ = 0, idles_ = 0;
   bool lost_ = false;
   mutable std::mutex mutex_;
   std::condition_variable changed_;

@@ -449,14 +449,17 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
 }
 
 
-/* Stops a persistent kernel once nothing is in flight (EOS, flush): it would
- * otherwise keep a GPU thread polling for work that is not coming. */
+/* Idles the engine once nothing is in flight (EOS, flush): a persistent
+ * kernel would otherwise keep a GPU and a host core polling for work that is
+ * not coming.  Its allocations stay: the next batch only relaunches it. */
 static void
-gst_gpu_packet_proc_stop_resident_kernel (GstGpuPacketProc * self)
+gst_gpu_packet_proc_idle_engine (GstGpuPacketProc * self)
 {
   GppProcState *st = self->state;
-  if (st->dispatch.engine () && st->dispatch.engine ()->mode () == gpp::Mode::Persistent)
-    st->dispatch.release (*self->stats);
+  std::string error;
+  if (!st->dispatch.idle (*self->stats, &error))
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not idle the GPU engine."),
+        ("%s", error.c_str ()));
 }
 
 /* Starts flushing: wakes every wait that flushing ends (batch slots, the
@@ -549,20 +552,20 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
       if (st) {
         /* The task retires what the GPU still holds, discarding it. */
         st->results.stop_flushing ();
-        gst_gpu_packet_proc_stop_resident_kernel (self);
+        gst_gpu_packet_proc_idle_engine (self);
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
       }
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_EOS:
       /* EOS leaves after every batch in flight; then the resident kernel,
-       * if any, stops (a batch after a flush starts it again). */
+       * if any, stops (the next batch starts it again). */
       if (st && !gst_gpu_packet_proc_drain (self)) {
         gst_event_unref (event);
         return FALSE;
       }
       if (st)
-        gst_gpu_packet_proc_stop_resident_kernel (self);
+        gst_gpu_packet_proc_idle_engine (self);
       return gst_pad_push_event (self->srcpad, event);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))

@@ -22,6 +22,15 @@ GppModeDispatch::release (GppProcStats & stats)
 }
 
 bool
+GppModeDispatch::idle (GppProcStats & stats, std::string * error)
+{
+  if (!engine_ || engine_->idle (error))
+    return true;
+  release (stats);
+  return false;
+}
+
+bool
 GppModeDispatch::switch_to (gpp::Mode mode, const gpp::EngineSettings & settings,
     GppProcStats & stats, std::string * error)
 {

@@ -19,9 +19,8 @@ class GppModeDispatch
 public:
   GppPinnedPools pools;
 
-  /* The engine in use, or nullptr (before the first batch of a stream, or
-   * after a persistent kernel was stopped at EOS or a flush).  Streaming
-   * threads only. */
+  /* The engine in use, or nullptr (before the first batch, after a failed
+   * switch or idle).  Streaming threads only. */
   gpp::Engine *engine () const { return engine_.get (); }
   /* Whether a batch in `mode` with `settings` needs another engine than the
    * one in use (only the settings that mode reads count). */
@@ -31,6 +30,10 @@ public:
    * `stats`. */
   bool switch_to (gpp::Mode mode, const gpp::EngineSettings & settings, GppProcStats & stats,
       std::string * error);
+  /* Idles the engine in use (gpp::Engine::idle: a persistent kernel stops,
+   * its memory stays for the next batch); FALSE with why if it could not,
+   * and the engine is then released. */
+  bool idle (GppProcStats & stats, std::string * error);
   /* Destroys the engine in use (persistent: stops its kernel). */
   void release (GppProcStats & stats);
   /* The engine's share of the stats, read from any thread. */

@@ -708,6 +708,18 @@ public:
     return s;
   }
 
+  // The mode property's value, by name.
+  std::string mode() {
+    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "mode");
+    gint value = 0;
+    g_object_get(element, "mode", &value, nullptr);
+    auto *klass = static_cast<GEnumClass *>(g_type_class_ref(spec->value_type));
+    const GEnumValue *v = g_enum_get_value(klass, value);
+    std::string name = v ? v->value_nick : "?";
+    g_type_class_unref(klass);
+    return name;
+  }
+
   // Error (and warning) messages on the bus so far, joined; "" when none.
   std::string take_errors() {
     std::string out;
@@ -1008,6 +1020,15 @@ void run_batches(const std::string &ctx, uint32_t linktype, const std::vector<Ba
   if (allocator) gst_object_unref(allocator);
   if (opt.before_teardown) opt.before_teardown(p);
   out.stats = p.stats();
+  // EOS idles the engine (a persistent kernel stops) and keeps it, with its
+  // allocations, for the next batch (runs that switched modes may end on a
+  // switch no batch followed: not checked).
+  const gchar *active = gst_structure_get_string(out.stats, "active-mode");
+  if (out.completed && !batches.empty() && p.mode() == opt.props.mode &&
+      (!active || opt.props.mode != active))
+    fail(ctx, "after EOS stats active-mode is %s, want %s (the engine should be idled, not "
+              "destroyed)",
+         active ? active : "(missing)", opt.props.mode.c_str());
   out.copied = stat_u64(out.stats, "copied-batches");
   out.fallbacks = stat_u64(out.stats, "pool-fallbacks");
   const std::string errors = p.all_errors();

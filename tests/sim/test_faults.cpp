@@ -6,6 +6,8 @@
 //   throw      engine creation throws       -> the same: no exception leaves a vfunc
 //   submit:3   the third batch cannot start -> results of batches 1-2, then the error
 //   wait:3     the third batch fails        -> results of batches 1-2, then the error
+//   idle:1     the engine cannot idle at EOS (a persistent kernel that does
+//              not stop)            -> every result, then the error
 //   lost:3     the device is lost at batch 3, with batches 4.. in flight or after
 //                                            -> results of batches 1-2, then the error
 //   engine, mid-stream: mode=cpu for batches 1-2, then the switch to the GPU
@@ -104,12 +106,22 @@ int main(int argc, char **argv) {
   }
   struct Case {
     const char *fault;
-    size_t packets;   // results expected: packets 1..N
+    size_t packets;   // results expected: packets 1..N (kAll: the whole capture)
     bool mid_stream;  // start in mode=cpu, switch after 16 results
   };
+  // The whole capture's packet count, from a run without faults.
+  Run ref;
+  run_pipeline(argv[1], "cpu", ref);
+  if (!ref.eos || ref.packets.empty()) {
+    std::printf("FAIL: the reference run (mode=cpu, no fault) did not reach EOS: %s\n",
+                ref.error.c_str());
+    return 1;
+  }
+  const size_t kAll = ref.packets.size();
   const Case cases[] = {{"arena", 0, false},    {"engine", 0, false}, {"throw", 0, false},
                         {"submit:3", 16, false}, {"wait:3", 16, false}, {"lost:3", 16, false},
-                        {"engine", 16, true},    {"throw", 16, true}};
+                        {"idle:1", kAll, false}, {"engine", 16, true},
+                        {"throw", 16, true}};
   int failures = 0;
   for (const gpp::ModeInfo &info : gpp::kModes) {
     if (!gpp::is_gpu_mode(info.mode)) continue;
