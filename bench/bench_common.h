@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "spin_lock.h"
+
 namespace gppbench {
 
 // ---- time ------------------------------------------------------------------
@@ -23,15 +25,7 @@ inline uint64_t now_ns() {
                                    .count());
 }
 
-// A pause hint for spin loops (keeps a hyper-thread sibling and the memory
-// bus quieter without giving the core away).
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
+using gpp::cpu_relax;
 
 // Percentiles by nearest rank, as the element's `stats` property computes them.
 struct LatencyStats {

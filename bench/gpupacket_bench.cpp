@@ -176,6 +176,13 @@ struct Run {
   // persistent, 64 x 64-byte, in the element: the latency targets' points
   // (parse+rss: the GPU modes' issue; +acl1k: the benchmarks' issue).
   std::map<std::string, GstModeResult> element_key; // by workload
+  // parse+rss, 64 x 64-byte, every element mode: the element's own cost
+  // (element p99 - engine p99), with the push task and with low-latency.
+  struct ElementOverhead {
+    GstModeResult handoff, low_latency;
+    double engine_p99_us = 0;
+  };
+  std::map<std::string, ElementOverhead> element_overhead; // by mode
   std::map<std::tuple<std::string, std::string, uint32_t>, double> pipeline_mpps;
 
   void phase(const std::string &name, double seconds) {
@@ -825,15 +832,26 @@ void section_c(Run &run, Grid &grid) {
   for (const auto &m : modes) t.header.push_back(m);
   for (const Workload &w : workloads()) {
     if (w.realistic) continue; // the element section keeps to the stress workloads (run time)
+    // The element's own cost is measured on parse+rss, 64 packets, both ways.
+    std::vector<std::pair<uint32_t, bool>> rows_of; // packets, low-latency
     for (uint32_t n : sizes) {
+      rows_of.push_back({n, false});
+      if (n == 64 && w.name == std::string("parse+rss")) rows_of.push_back({n, true});
+    }
+    for (const auto &[n, low_latency] : rows_of) {
+      const bool overhead_point = n == 64 && w.name == std::string("parse+rss");
       const Ring *ring = grid.ring(profile, w.name, n);
       if (!ring) continue;
-      std::vector<std::string> row = {w.name, std::to_string(n)};
+      std::vector<std::string> row = {std::string(w.name) + (low_latency ? ", low-latency" : ""),
+                                      std::to_string(n)};
       for (const auto &mode : modes) {
-        const bool key_point = mode == "persistent" && n == 64 && is_latency_target(w.name);
+        const bool key_point =
+            (mode == "persistent" && n == 64 && is_latency_target(w.name) && !low_latency) ||
+            overhead_point;
         GstBenchConfig cfg;
         cfg.device_id = run.opt.device;
         cfg.properties = proc_properties(w, *run.sets);
+        if (low_latency) cfg.properties.push_back({"low-latency", "true"});
         cfg.warmup = key_point ? (run.opt.quick ? 200 : 500) : (run.opt.quick ? 10 : 50);
         cfg.measured = key_point ? 4096 : (run.opt.quick ? 100 : 1000);
         cfg.max_seconds = key_point ? 10 : (run.opt.quick ? 0.03 : 0.12);
@@ -862,7 +880,8 @@ void section_c(Run &run, Grid &grid) {
         row.push_back(fmt_us(g.stats_p50) + "/" + fmt_us(g.stats_p99) + " (" + fmt_us(eng_p99) + ")" +
                       (g.parity_ok ? "" : " MISMATCH"));
         auto c = [&](const std::string &metric, double v, const std::string &unit) {
-          run.csv("C", "element", mode, profile, w.name, n, 64, metric, v, unit);
+          run.csv("C", low_latency ? "element-low-latency" : "element", mode, profile, w.name, n,
+                  64, metric, v, unit);
         };
         c("stats_p50", g.stats_p50 / 1000.0, "us");
         c("stats_p99", g.stats_p99 / 1000.0, "us");
@@ -871,7 +890,13 @@ void section_c(Run &run, Grid &grid) {
         c("push_pull_p99", g.external.p99 / 1000, "us");
         c("batches", static_cast<double>(g.external.n), "");
         c("copied_batches", static_cast<double>(g.copied_batches), "");
-        if (key_point) run.element_key[w.name] = g;
+        if (key_point && !low_latency && !overhead_point) run.element_key[w.name] = g;
+        if (overhead_point) {
+          if (mode == "persistent" && !low_latency) run.element_key[w.name] = g;
+          auto &o = run.element_overhead[mode];
+          (low_latency ? o.low_latency : o.handoff) = g;
+          o.engine_p99_us = eng_p99 / 1000;
+        }
       }
       t.rows.push_back(row);
     }
@@ -879,12 +904,18 @@ void section_c(Run &run, Grid &grid) {
   t.notes.push_back("Each cell: a fresh GstHarness around gpupacketproc (mode, acl-rules / "
                     "dpi-patterns of the workload), batches written into memory from the "
                     "allocator the element offers in the ALLOCATION query, pushed one at a time and "
-                    "pulled back (spinning on gst_harness_try_pull), results compared with the CPU "
+                    "pulled back (spinning on a counter that a probe on the element's src pad "
+                    "bumps, then gst_harness_try_pull: polling the harness queue alone would "
+                    "contend for the lock the element's push takes), results compared with the CPU "
                     "reference.  stats = the element's MODE-latency-pNN-ns (chain entry to result "
                     "push) over its last 4096 batches, warm-up included when fewer were pushed.");
-  t.notes.push_back("persistent / parse+rss and +acl1k / 64 (the targets' points): 500 warm-up + "
-                    "4096 measured batches, the stats window exactly the measured ones; other cells 50 + up to "
-                    "1000 batches or 0.12 s.  cpu = cpu-threads 0 (all cores), compared with cpu-all.");
+  t.notes.push_back("The targets' points (parse+rss / 64 in every mode, both rows; persistent / "
+                    "+acl1k / 64): 500 warm-up + 4096 measured batches, the stats window exactly "
+                    "the measured ones; other cells 50 + up to 1000 batches or 0.12 s.  cpu = "
+                    "cpu-threads 0 (all cores), compared with cpu-all.");
+  t.notes.push_back("low-latency rows: the element's low-latency=true (the streaming thread waits "
+                    "for each batch and pushes its results itself, no hand-off to the src pad "
+                    "task); cpu pushes from the streaming thread either way.");
   run.report.add_table(t);
 
   // C2: free-running pipelines.
@@ -1137,6 +1168,53 @@ void targets(Run &run, const Grid *grid) {
                (acl ? "" : engine + job_floor(run));
       add(t2, acl ? "element-persistent-p99-vs-pingpong" : "element-persistent-parse-p99-vs-pingpong",
           "persistent", "64B", workload, 64, ratio, "x", "<=3");
+    }
+    // 1b. The element's own cost (the element's issue): persistent, 64 x
+    // 64-byte, parse+rss in <= 10 us p99, and element p99 - engine p99 <=
+    // 1.5 us in every GPU mode; each with the push task and with low-latency.
+    for (const char *mode : {"persistent", "streams", "zerocopy", "graph"}) {
+      const auto found = run.element_overhead.find(mode);
+      for (const bool low_latency : {false, true}) {
+        const std::string how = low_latency ? " (low-latency)" : " (push task)";
+        const std::string name = std::string(mode) +
+                                 ": element p99 - engine p99, 64 x 64-byte, parse+rss" + how +
+                                 ", <= 1.5 us";
+        const std::string name10 =
+            std::string("persistent p99 in the element, 64 x 64-byte, parse+rss") + how +
+            ", <= 10 us";
+        const GstModeResult *g = nullptr;
+        if (found != run.element_overhead.end())
+          g = low_latency ? &found->second.low_latency : &found->second.handoff;
+        if (!g || !g->stats_batches || !g->error.empty() || !(found->second.engine_p99_us > 0)) {
+          const std::string why = run.opt.cpu_only ? "--cpu-only"
+                                  : !run.opt.gst   ? "run with --gst"
+                                  : g && !g->error.empty() ? "element run failed: " + g->error
+                                                           : "no engine-only p99 for " +
+                                                                 std::string(mode);
+          if (std::string(mode) == "persistent") not_measured(name10, "<= 10 us", why);
+          not_measured(name, "<= 1.5 us", why);
+          continue;
+        }
+        const double us = g->stats_p99 / 1000.0;
+        const double over = us - found->second.engine_p99_us;
+        const std::string id_how = low_latency ? "-low-latency" : "-push-task";
+        if (std::string(mode) == "persistent") {
+          Target t{name10, fmt_us(g->stats_p99) + " us", "<= 10 us", fmt(us / 10, 2) + "x",
+                   us <= 10 ? "PASS" : "MISS",
+                   (us <= 10 ? "headroom " + fmt(10 - us, 2) + " us" : fmt(us - 10, 2) + " us over") +
+                       "; engine-only p99 " + fmt(found->second.engine_p99_us, 2) + " us"};
+          add(t, "element-persistent-parse-p99" + id_how, mode, "64B", "parse+rss", 64, us, "us",
+              "<=10");
+        }
+        Target t{name,
+                 fmt(over, 2) + " us (" + fmt_us(g->stats_p99) + " - " +
+                     fmt(found->second.engine_p99_us, 2) + ")",
+                 "<= 1.5 us", fmt(over / 1.5, 2) + "x", over <= 1.5 ? "PASS" : "MISS",
+                 (over <= 1.5 ? "headroom " + fmt(1.5 - over, 2) + " us"
+                              : fmt(over - 1.5, 2) + " us over") +
+                     "; element p50 " + fmt_us(g->stats_p50) + " us"};
+        add(t, "element-overhead" + id_how, mode, "64B", "parse+rss", 64, over, "us", "<=1.5");
+      }
     }
     // 2. streams / graph, 4096 x 64-byte, +acl1k: >= 150 Mpps.
     for (const char *mode : {"streams", "graph"}) {

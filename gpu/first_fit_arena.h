@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "engine.h"
+#include "spin_lock.h"
 
 namespace gpp {
 
@@ -26,7 +27,7 @@ public:
 
   void *allocate(size_t bytes) override {
     bytes = std::max<size_t>(kAlign, (bytes + kAlign - 1) / kAlign * kAlign);
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = spin_lock(mutex_);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
       if (it->second < bytes) continue;
       const size_t offset = it->first;
@@ -42,7 +43,7 @@ public:
 
   void release(void *ptr) override {
     if (!ptr) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+    auto lock = spin_lock(mutex_);
     const size_t offset = static_cast<uint8_t *>(ptr) - base_;
     auto used = used_.find(offset);
     if (used == used_.end()) return;

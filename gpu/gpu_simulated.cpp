@@ -5,6 +5,10 @@
 // stream changes, the pinned pool) under the sanitizers.  Linked only into
 // the test build of the plugin (tests/sim), never into the installed one.
 //
+// GPP_SIM_INSTANT=1: submit() computes the batch itself and wait_oldest()
+// returns at once, no worker and no delay: what remains of a batch's time in
+// the element is then the element's own cost (for profiling it anywhere).
+//
 // Faults, for the element's error paths (tests/sim/test_faults.cpp): the
 // environment variable GPP_SIM_FAULT, read whenever an arena or engine is
 // made, names one:
@@ -64,8 +68,8 @@ Fault fault_from_env() {
 
 class SimulatedEngine final : public Engine {
 public:
-  SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault)
-      : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault),
+  SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault, bool instant)
+      : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault), instant_(instant),
         worker_([this] { run(); }) {}
 
   ~SimulatedEngine() override {
@@ -97,10 +101,11 @@ public:
       *error = "simulated fault: submit " + std::to_string(submits_) + " failed";
       return false;
     }
-    jobs_.push_back(Job{batch, cfg, results, count, false, submits_});
+    if (instant_) process_batch_range(batch, cfg, results, 0, count);
+    jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_});
     counters_.bytes_h2d += batch_size;
     counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
-    changed_.notify_all();
+    if (!instant_) changed_.notify_all(); // the worker has nothing to do for instant ones
     return true;
   }
 
@@ -167,6 +172,7 @@ private:
   Mode mode_;
   unsigned slots_;
   const Fault fault_;
+  const bool instant_;
   unsigned long submits_ = 0, waits_ = 0, idles_ = 0;
   bool lost_ = false;
   mutable std::mutex mutex_;
@@ -210,7 +216,9 @@ std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &setting
     return nullptr;
   }
   if (fault.kind == Fault::Throw) throw std::runtime_error("simulated fault: engine creation threw");
-  return std::make_unique<SimulatedEngine>(mode, settings, fault);
+  const char *instant = std::getenv("GPP_SIM_INSTANT");
+  return std::make_unique<SimulatedEngine>(mode, settings, fault,
+                                           instant && std::strcmp(instant, "1") == 0);
 }
 
 int64_t device_memory_used(int) { return 0; }

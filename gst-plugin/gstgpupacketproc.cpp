@@ -92,6 +92,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
 #define DEFAULT_PERSISTENT_BLOCKS 0
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
+#define DEFAULT_LOW_LATENCY FALSE
 #define DEFAULT_ACL_RULES NULL
 #define DEFAULT_DPI_PATTERNS NULL
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
@@ -114,6 +115,7 @@ enum
   PROP_POOL_MEMORY,
   PROP_PERSISTENT_BLOCKS,
   PROP_WAIT_STRATEGY,
+  PROP_LOW_LATENCY,
   PROP_ACL_RULES,
   PROP_DEFAULT_ACTION,
   PROP_DPI_PATTERNS,
@@ -153,6 +155,7 @@ struct _GstGpuPacketProc
   GstGpuPacketProcMemory pool_memory;
   guint persistent_blocks;
   GstGpuPacketProcWait wait_strategy;
+  gboolean low_latency;
   gchar *acl_path;
   gchar *acl_error;             /* why acl_path was refused, or NULL */
   std::shared_ptr<const gpp::AclRuleSet> *acl;  /* current rule set (may hold nullptr) */
@@ -395,6 +398,36 @@ gst_gpu_packet_proc_settle_before_error (GstGpuPacketProc * self)
 
 static void gst_gpu_packet_proc_loop (GstGpuPacketProc * self);
 
+/* Waits for the oldest batch on the engine (`item`), retires its slot and
+ * pushes its results: from the src pad task, or from the chain with
+ * low-latency.  The caller then reports the flow to the queue (done()). */
+static GstFlowReturn
+gst_gpu_packet_proc_finish_batch (GstGpuPacketProc * self, PendingItem & item)
+{
+  GppProcState *st = self->state;
+  std::string error;
+  const bool ok = st->dispatch.engine ()->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
+  const bool failed_before = st->results.retire_slot ();
+  if (!ok || failed_before) {
+    /* After a failed batch the stream has a hole: the batches behind it
+     * are retired, not pushed, and only the first failure is posted. */
+    if (!failed_before)
+      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
+              gpp::mode_name (item.mode)), ("%s", error.c_str ()));
+    item.release ();
+    return GST_FLOW_ERROR;
+  }
+  gst_gpu_packet_proc_account (self, item.mode,
+      reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
+      item.entry, item.first_capture_ns);
+  GstBuffer *results = item.take_results ();
+  if (st->results.flushing ()) {
+    gst_buffer_unref (results);
+    return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
+  }
+  return gst_pad_push (self->srcpad, results);
+}
+
 /* The src pad task: pushes queued results and events in order. */
 static void
 gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
@@ -412,27 +445,7 @@ gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
     else
       gst_pad_push_event (self->srcpad, event);
   } else {
-    std::string error;
-    const bool ok = st->dispatch.engine ()->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
-    const bool failed_before = st->results.retire_slot ();
-    if (!ok || failed_before) {
-      /* After a failed batch the stream has a hole: the batches behind it
-       * are retired, not pushed, and only the first failure is posted. */
-      if (!failed_before)
-        GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
-                gpp::mode_name (item.mode)), ("%s", error.c_str ()));
-      item.release ();
-      flow = GST_FLOW_ERROR;
-    } else {
-      gst_gpu_packet_proc_account (self, item.mode,
-          reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
-          item.entry, item.first_capture_ns);
-      GstBuffer *results = item.take_results ();
-      if (st->results.flushing ())
-        gst_buffer_unref (results);
-      else
-        flow = gst_pad_push (self->srcpad, results);
-    }
+    flow = gst_gpu_packet_proc_finish_batch (self, item);
   }
 
   st->results.done (flow);
@@ -727,7 +740,7 @@ static GstFlowReturn
 gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstMapInfo & in,
     const gpp::CoreConfig & config, std::shared_ptr<const gpp::AclRuleSet> acl,
     std::shared_ptr<const gpp::DpiPatternSet> dpi, gpp::Mode mode,
-    std::chrono::steady_clock::time_point entry)
+    std::chrono::steady_clock::time_point entry, bool wait_here)
 {
   GppProcState *st = self->state;
   PendingItem item;
@@ -801,6 +814,14 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
               gpp::mode_name (mode)), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
+  if (wait_here) {
+    /* low-latency: nothing else is in flight (the chain drained the queue),
+     * so this thread finishes the batch itself, in order, with no hop. */
+    self->stats->note_in_flight (1);
+    const GstFlowReturn flow = gst_gpu_packet_proc_finish_batch (self, item);
+    st->results.done (flow);
+    return flow;
+  }
   guint in_flight;
   const GstFlowReturn last_flow = st->results.enqueue (std::move (item), &in_flight);
   self->stats->note_in_flight (in_flight);
@@ -862,10 +883,12 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   config.dpi = dpi ? dpi->blob.data () : nullptr;
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::EngineSettings settings = engine_settings_locked (self);
+  const bool low_latency = self->low_latency;
   GST_OBJECT_UNLOCK (self);
 
   const bool engine_changed = st->dispatch.needs_switch (mode, settings);
-  const bool inline_behind_queue = !engine_changed && st->dispatch.engine ()->completes_inline () &&
+  const bool inline_behind_queue = !engine_changed &&
+      (st->dispatch.engine ()->completes_inline () || low_latency) &&
       st->results.outstanding () > 0;
   if (engine_changed || inline_behind_queue) {
     /* Let everything in flight leave first: nothing is lost or reordered. */
@@ -888,7 +911,7 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
     return ret;
   }
   return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, std::move (acl),
-      std::move (dpi), mode, entry);
+      std::move (dpi), mode, entry, low_latency);
 }
 
 /* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
@@ -1174,6 +1197,9 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
     case PROP_WAIT_STRATEGY:
       self->wait_strategy = (GstGpuPacketProcWait) g_value_get_enum (value);
       break;
+    case PROP_LOW_LATENCY:
+      self->low_latency = g_value_get_boolean (value);
+      break;
     case PROP_DEFAULT_ACTION:
       self->default_action = (GstGpuPacketProcAction) g_value_get_enum (value);
       break;
@@ -1228,6 +1254,9 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
       break;
     case PROP_WAIT_STRATEGY:
       g_value_set_enum (value, self->wait_strategy);
+      break;
+    case PROP_LOW_LATENCY:
+      g_value_set_boolean (value, self->low_latency);
       break;
     case PROP_ACL_RULES:
       g_value_set_string (value, self->acl_path);
@@ -1374,6 +1403,12 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       g_param_spec_enum ("wait-strategy", "Wait strategy",
           "How the host waits for GPU batches to finish",
           GST_TYPE_GPU_PACKET_PROC_WAIT, DEFAULT_WAIT, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_LOW_LATENCY,
+      g_param_spec_boolean ("low-latency", "Low latency",
+          "GPU modes: the streaming thread waits for each batch and pushes its results "
+          "itself, with no hand-off to the src pad's task: lower and steadier latency "
+          "for one batch at a time, but batches no longer overlap (leave off for "
+          "throughput)", DEFAULT_LOW_LATENCY, rw_playing));
   g_object_class_install_property (gobject_class, PROP_ACL_RULES,
       g_param_spec_string ("acl-rules", "ACL rules",
           "ClassBench / DPDK test-acl rule file (README: ACL rules); each packet gets "
@@ -1467,6 +1502,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->pool_memory = DEFAULT_POOL_MEMORY;
   self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
   self->wait_strategy = DEFAULT_WAIT;
+  self->low_latency = DEFAULT_LOW_LATENCY;
   self->acl_path = g_strdup (DEFAULT_ACL_RULES);
   self->acl_error = NULL;
   self->acl = new std::shared_ptr<const gpp::AclRuleSet> ();

@@ -3,7 +3,7 @@
 bool
 GppResultQueue::reserve (unsigned slots)
 {
-  std::unique_lock<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   changed_.wait (lock, [&] { return in_flight_ < slots || flushing_.load (); });
   if (flushing_.load ())
     return false;
@@ -16,7 +16,7 @@ void
 GppResultQueue::cancel_reservation ()
 {
   {
-    std::lock_guard<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     in_flight_--;
     outstanding_--;
   }
@@ -28,7 +28,7 @@ GppResultQueue::enqueue (PendingItem && item, guint * in_flight)
 {
   GstFlowReturn flow;
   {
-    std::lock_guard<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     queue_.push_back (std::move (item));
     *in_flight = in_flight_;
     flow = last_flow_;
@@ -44,7 +44,7 @@ GppResultQueue::enqueue (PendingItem && item, guint * in_flight)
 bool
 GppResultQueue::enqueue_event_if_busy (GstEvent * event)
 {
-  std::lock_guard<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   if (outstanding_ == 0)
     return false;
   queue_.emplace_back (event);
@@ -57,7 +57,7 @@ GppResultQueue::enqueue_event_if_busy (GstEvent * event)
 bool
 GppResultQueue::drain ()
 {
-  std::unique_lock<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   changed_.wait (lock, [&] { return outstanding_ == 0 || flushing_.load (); });
   return outstanding_ == 0;
 }
@@ -80,7 +80,7 @@ GppResultQueue::retire_slot ()
 {
   bool failed_before;
   {
-    std::lock_guard<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     in_flight_--;
     failed_before = last_flow_ == GST_FLOW_ERROR;
   }
@@ -92,7 +92,7 @@ void
 GppResultQueue::done (GstFlowReturn flow)
 {
   {
-    std::lock_guard<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     outstanding_--;
     if (flow != GST_FLOW_OK && last_flow_ == GST_FLOW_OK)
       last_flow_ = flow;
@@ -104,7 +104,7 @@ void
 GppResultQueue::start_flushing ()
 {
   /* Under the lock, or a waiter that just checked could sleep through it. */
-  std::lock_guard<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   flushing_ = true;
   changed_.notify_all ();
 }
@@ -112,7 +112,7 @@ GppResultQueue::start_flushing ()
 void
 GppResultQueue::stop_flushing ()
 {
-  std::unique_lock<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   changed_.wait (lock, [&] { return outstanding_ == 0; });
   flushing_ = false;
   last_flow_ = GST_FLOW_OK;
@@ -121,7 +121,7 @@ GppResultQueue::stop_flushing ()
 void
 GppResultQueue::reset ()
 {
-  std::lock_guard<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   flushing_ = false;
   last_flow_ = GST_FLOW_OK;
 }
@@ -129,7 +129,7 @@ GppResultQueue::reset ()
 bool
 GppResultQueue::take_front (PendingItem & item)
 {
-  std::lock_guard<std::mutex> lock (lock_);
+  auto lock = gpp::spin_lock (lock_);
   if (queue_.empty ())
     return false;
   move_front_locked (item);

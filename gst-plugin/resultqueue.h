@@ -8,7 +8,8 @@
  * Lock discipline (measured: it sets the element's p99): critical sections
  * hold only counters and the deque, never a GStreamer or CUDA call, and
  * waiters are notified after the lock is released where the waiter would
- * otherwise wake into a held lock. */
+ * otherwise wake into a held lock; the lock is taken spinning first
+ * (gpp::spin_lock), as the chain and the task meet on it every batch. */
 #pragma once
 
 #include <gst/gst.h>
@@ -24,6 +25,7 @@
 #include "acl_rules.h"
 #include "dpi_patterns.h"
 #include "engine.h"
+#include "spin_lock.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 
 /* A batch on the GPU, or a serialized event waiting behind batches.  Owns
@@ -148,7 +150,7 @@ public:
   template <typename Pause> bool pop (PendingItem & item, Pause && pause)
   {
     spin_for_work ();
-    std::unique_lock<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     /* A flush pauses the task only once nothing is outstanding: a batch the
      * chain has reserved a place for is still on its way to the queue. */
     changed_.wait (lock, [&] {
@@ -187,7 +189,7 @@ private:
   }
   template <typename T> T read (const T & field)
   {
-    std::lock_guard<std::mutex> lock (lock_);
+    auto lock = gpp::spin_lock (lock_);
     return field;
   }
 

@@ -3,7 +3,8 @@
 // complete (an earlier element could lose track of a batch submitted while a
 // flush started and wait for it forever in FLUSH_STOP).
 //
-//   test-flush-stress MODE CYCLES
+//   test-flush-stress MODE CYCLES     (MODE may carry more properties:
+//                                      "persistent low-latency=true")
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 
