@@ -73,6 +73,7 @@ constexpr uint8_t kProtoFragment = 44;
 constexpr uint8_t kProtoAh = 51;
 constexpr uint8_t kProtoIcmpv6 = 58;
 constexpr uint8_t kProtoDstOpts = 60;
+constexpr uint8_t kProtoSctp = 132;
 
 GPP_HOST_DEVICE inline uint16_t load_be16(const uint8_t *p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
@@ -156,9 +157,11 @@ GPP_HOST_DEVICE inline uint8_t l4_checksum_status(const Packet &pkt, const GppRe
   return fold_sum(sum) == 0xffff ? GPP_CHECKSUM_GOOD : GPP_CHECKSUM_BAD;
 }
 
-// Ports (TCP/UDP) or type and code (ICMP) are read as soon as their bytes are
-// there, as tcpdump and Wireshark do; the rest of the header, the checksum and
-// the payload need the whole header.
+// Ports (TCP/UDP/SCTP) or type and code (ICMP) are read as soon as their
+// bytes are there, as tcpdump and Wireshark do; the rest of the header, the
+// checksum and the payload need the whole header.  Of SCTP only the ports are
+// read (flows and Community ID need them; its CRC32c and chunks are not
+// checked).
 GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
                                      const L4Span &span, uint32_t ip_end, GppResult &r) {
   const uint8_t proto = r.l4_proto;
@@ -166,10 +169,12 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
   if (proto == kProtoTcp) header_len = 20;
   else if (proto == kProtoUdp) header_len = 8;
   else if (proto == kProtoIcmp || proto == kProtoIcmpv6) header_len = 4;
+  else if (proto == kProtoSctp) header_len = 4;
   else return; // no header we read: protocol number only
 
   const uint32_t off = span.offset;
-  const uint32_t first_fields = (proto == kProtoTcp || proto == kProtoUdp) ? 4 : 2;
+  const bool ports = proto == kProtoTcp || proto == kProtoUdp || proto == kProtoSctp;
+  const uint32_t first_fields = ports ? 4 : 2;
   // A first fragment may legally end inside the L4 header; anything else is malformed.
   const uint32_t malformed = span.is_fragment ? 0u : static_cast<uint32_t>(GPP_STATUS_BAD_L4_HEADER);
   r.l4_offset = off;
@@ -183,9 +188,10 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
   }
   const uint8_t *h = pkt.bytes + off;
   r.ip_flags |= GPP_IP_L4_PARSED;
-  if (proto == kProtoTcp || proto == kProtoUdp) {
+  if (ports) {
     r.sport = load_be16(h);
     r.dport = load_be16(h + 2);
+    if (proto == kProtoSctp) return;
   } else {
     r.icmp_type = h[0];
     r.icmp_code = h[1];
@@ -279,6 +285,7 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
   const uint32_t total_len = load_be16(ip + 2);
   const uint16_t frag = load_be16(ip + 6);
   r.ip_flags |= GPP_IP_HEADER_PARSED;
+  r.ip_length = total_len;
   r.ttl = ip[8];
   r.l4_proto = ip[9];
   copy_bytes(r.src, ip + 12, 4);
@@ -367,6 +374,7 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
   const uint32_t payload_len = load_be16(ip + 4);
   uint8_t next = ip[6];
   r.ip_flags |= GPP_IP_HEADER_PARSED;
+  r.ip_length = 40 + payload_len;
   r.ttl = ip[7];
   copy_bytes(r.src, ip + 8, 16);
   copy_bytes(r.dst, ip + 24, 16);
@@ -415,6 +423,7 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
           break;
         }
         ip_end = off + 40 + jumbo;
+        r.ip_length = 40 + jumbo;
       }
       if (type == kProtoDstOpts && home) home_address = home;
     } else if (type == kProtoRouting) {
@@ -526,6 +535,19 @@ GPP_HOST_DEVICE inline bool endpoint_greater(const uint8_t *a, uint16_t a_port, 
   return a_port > b_port;
 }
 
+// Puts the lesser (address, port) endpoint first: both directions of a
+// conversation then look alike (symmetric RSS, Community ID, flow keys).
+GPP_HOST_DEVICE inline void order_endpoints(const uint8_t *&a, uint16_t &a_port, const uint8_t *&b,
+                                            uint16_t &b_port, int addr_len) {
+  if (!endpoint_greater(a, a_port, b, b_port, addr_len)) return;
+  const uint8_t *t = a;
+  a = b;
+  b = t;
+  const uint16_t p = a_port;
+  a_port = b_port;
+  b_port = p;
+}
+
 // RSS over addresses, plus ports for unfragmented TCP/UDP.  Every fragment of
 // a datagram, the first included, hashes on addresses only, as NICs do, so
 // all fragments land on one queue.  Symmetric mode orders the endpoints
@@ -543,14 +565,7 @@ GPP_HOST_DEVICE inline uint32_t rss_hash(const CoreConfig &cfg, const GppResult 
   const uint8_t *dst = r.dst;
   uint16_t sport = with_ports ? r.sport : 0;
   uint16_t dport = with_ports ? r.dport : 0;
-  if (cfg.symmetric_rss && endpoint_greater(src, sport, dst, dport, addr_len)) {
-    const uint8_t *t = src;
-    src = dst;
-    dst = t;
-    const uint16_t tp = sport;
-    sport = dport;
-    dport = tp;
-  }
+  if (cfg.symmetric_rss) order_endpoints(src, sport, dst, dport, addr_len);
   // Input: source address, destination address, then the ports, taken as
   // big-endian words straight from the record (no byte buffer to assemble).
   const int words = addr_len / 4;

@@ -6,7 +6,8 @@
  * packet: CSV with a header row (`text/csv`) or JSON Lines
  * (`application/x-ndjson`).  The column names are a stable contract; README
  * lists them with their meaning.  In JSON Lines an empty CSV field is `null`
- * and `vlan` is an array.
+ * and `vlan` is an array.  `community_id` is each packet's Community ID
+ * (v1, seed `community-id-seed`).
  *
  * ## Example launch line
  * |[
@@ -23,6 +24,7 @@
 
 #include <string>
 
+#include "community_id.h"
 #include "gpupacket/packet-result.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
@@ -30,12 +32,14 @@ GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
 
 #define DEFAULT_FORMAT GST_PACKET_RESULT_ENC_FORMAT_CSV
 #define DEFAULT_HEADER TRUE
+#define DEFAULT_COMMUNITY_ID_SEED 0
 
 enum
 {
   PROP_0,
   PROP_FORMAT,
   PROP_HEADER,
+  PROP_COMMUNITY_ID_SEED,
 };
 
 struct _GstPacketResultEnc
@@ -48,9 +52,11 @@ struct _GstPacketResultEnc
   /* settings, under the object lock */
   GstPacketResultEncFormat format;
   gboolean header;
+  guint community_id_seed;
 
   /* streaming state */
   GstPacketResultEncFormat active_format;
+  guint16 active_seed;
   gboolean header_written;
   gboolean have_segment;
 };
@@ -166,7 +172,15 @@ status_field (uint32_t status)
 static bool
 has_ports (const GppResult & r)
 {
-  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 6 || r.l4_proto == 17);
+  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 6 || r.l4_proto == 17 ||
+      r.l4_proto == 132);
+}
+
+/* TCP and UDP: the payload the DPI stage scans (SCTP's chunks are not read). */
+static bool
+has_payload (const GppResult & r)
+{
+  return has_ports (r) && r.l4_proto != 132;
 }
 
 static bool
@@ -183,42 +197,59 @@ has_fragment_fields (const GppResult & r)
       (r.ip_version == 4 || (r.ip_flags & GPP_IP_FRAGMENT));
 }
 
+/* What a column may need besides the record. */
+struct ColumnContext
+{
+  guint16 community_id_seed;
+};
+
+static Field
+community_id_field (const GppResult & r, const ColumnContext & ctx)
+{
+  uint8_t digest[gpp::kCommunityIdDigestBytes];
+  if (!gpp::community_id_digest (r, ctx.community_id_seed, digest))
+    return Field ();
+  char text[gpp::kCommunityIdTextBytes];
+  gpp::community_id_text (digest, text);
+  return Field::string (text);
+}
+
 /* The column contract: names in output order and how each is derived.
  * README's "Result fields" table documents the same list. */
 static const struct Column
 {
   const char *name;
-    Field (*value) (const GppResult &);
+    Field (*value) (const GppResult &, const ColumnContext &);
 } columns[] = {
-  {"packet", [](const GppResult & r) { return Field::number (r.packet_number); }},
-  {"ethertype", [](const GppResult & r) {
+  {"packet", [](const GppResult & r, const ColumnContext &) { return Field::number (r.packet_number); }},
+  {"ethertype", [](const GppResult & r, const ColumnContext &) {
       return r.ethertype ? Field::string (hex (r.ethertype, 4)) : Field (); }},
-  {"vlan", [](const GppResult & r) {
+  {"vlan", [](const GppResult & r, const ColumnContext &) {
       Field f;
       f.kind = Field::NUMBER_LIST;
       f.list = r.vlan_ids;
       f.list_len = r.vlan_count;
       return f; }},
-  {"ip_version", [](const GppResult & r) {
+  {"ip_version", [](const GppResult & r, const ColumnContext &) {
       return r.ip_version ? Field::number (r.ip_version) : Field (); }},
-  {"src", [](const GppResult & r) { return address_field (r, r.src); }},
-  {"dst", [](const GppResult & r) { return address_field (r, r.dst); }},
-  {"l4_proto", [](const GppResult & r) {
+  {"src", [](const GppResult & r, const ColumnContext &) { return address_field (r, r.src); }},
+  {"dst", [](const GppResult & r, const ColumnContext &) { return address_field (r, r.dst); }},
+  {"l4_proto", [](const GppResult & r, const ColumnContext &) {
       return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.l4_proto) : Field (); }},
-  {"sport", [](const GppResult & r) {
+  {"sport", [](const GppResult & r, const ColumnContext &) {
       return has_ports (r) ? Field::number (r.sport) : Field (); }},
-  {"dport", [](const GppResult & r) {
+  {"dport", [](const GppResult & r, const ColumnContext &) {
       return has_ports (r) ? Field::number (r.dport) : Field (); }},
-  {"frag_offset", [](const GppResult & r) {
+  {"frag_offset", [](const GppResult & r, const ColumnContext &) {
       return has_fragment_fields (r) ? Field::number (r.frag_offset) : Field (); }},
-  {"more_fragments", [](const GppResult & r) {
+  {"more_fragments", [](const GppResult & r, const ColumnContext &) {
       return has_fragment_fields (r) ?
           Field::number ((r.ip_flags & GPP_IP_MORE_FRAGMENTS) ? 1 : 0) : Field (); }},
-  {"ipv4_checksum", [](const GppResult & r) { return checksum_field (r.ipv4_checksum); }},
-  {"l4_checksum", [](const GppResult & r) { return checksum_field (r.l4_checksum); }},
-  {"rss", [](const GppResult & r) { return Field::string (hex (r.rss_hash, 8)); }},
-  {"status", [](const GppResult & r) { return status_field (r.status); }},
-  {"timestamp", [](const GppResult & r) {
+  {"ipv4_checksum", [](const GppResult & r, const ColumnContext &) { return checksum_field (r.ipv4_checksum); }},
+  {"l4_checksum", [](const GppResult & r, const ColumnContext &) { return checksum_field (r.l4_checksum); }},
+  {"rss", [](const GppResult & r, const ColumnContext &) { return Field::string (hex (r.rss_hash, 8)); }},
+  {"status", [](const GppResult & r, const ColumnContext &) { return status_field (r.status); }},
+  {"timestamp", [](const GppResult & r, const ColumnContext &) {
       Field f;
       char buf[32];
       g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT,
@@ -226,30 +257,33 @@ static const struct Column
       f.kind = Field::NUMBER;
       f.text = buf;
       return f; }},
-  {"caplen", [](const GppResult & r) { return Field::number (r.caplen); }},
-  {"wirelen", [](const GppResult & r) { return Field::number (r.wirelen); }},
-  {"ttl", [](const GppResult & r) {
+  {"caplen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.caplen); }},
+  {"wirelen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.wirelen); }},
+  {"ttl", [](const GppResult & r, const ColumnContext &) {
       return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.ttl) : Field (); }},
-  {"tcp_flags", [](const GppResult & r) {
+  {"tcp_flags", [](const GppResult & r, const ColumnContext &) {
       return (has_ports (r) && r.l4_proto == 6) ?
           Field::string (hex (r.tcp_flags, 2)) : Field (); }},
-  {"icmp_type", [](const GppResult & r) {
+  {"icmp_type", [](const GppResult & r, const ColumnContext &) {
       return is_icmp (r) ? Field::number (r.icmp_type) : Field (); }},
-  {"icmp_code", [](const GppResult & r) {
+  {"icmp_code", [](const GppResult & r, const ColumnContext &) {
       return is_icmp (r) ? Field::number (r.icmp_code) : Field (); }},
-  {"payload_length", [](const GppResult & r) {
-      return has_ports (r) ? Field::number (r.payload_length) : Field (); }},
-  {"acl_rule", [](const GppResult & r) {
+  {"payload_length", [](const GppResult & r, const ColumnContext &) {
+      return has_payload (r) ? Field::number (r.payload_length) : Field (); }},
+  {"acl_rule", [](const GppResult & r, const ColumnContext &) {
       return r.acl_action != GPP_ACL_NONE && r.acl_rule >= 0 ?
           Field::number ((guint64) r.acl_rule) : Field (); }},
-  {"acl_action", [](const GppResult & r) {
+  {"acl_action", [](const GppResult & r, const ColumnContext &) {
       return r.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
           : r.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},
-  {"dpi_pattern", [](const GppResult & r) {
+  {"dpi_pattern", [](const GppResult & r, const ColumnContext &) {
       return r.dpi_scanned && r.dpi_pattern >= 0 ?
           Field::number ((guint64) r.dpi_pattern) : Field (); }},
-  {"dpi_hits", [](const GppResult & r) {
+  {"dpi_hits", [](const GppResult & r, const ColumnContext &) {
       return r.dpi_scanned ? Field::number (r.dpi_hits) : Field (); }},
+  {"ip_length", [](const GppResult & r, const ColumnContext &) {
+      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.ip_length) : Field (); }},
+  {"community_id", community_id_field},
 };
 
 /* Records may come from anywhere (filesrc, appsrc), so every count and
@@ -271,14 +305,14 @@ record_problem (const GppResult & r, gchar ** detail)
 }
 
 static void
-append_csv_line (std::string & out, const GppResult & r)
+append_csv_line (std::string & out, const GppResult & r, const ColumnContext & ctx)
 {
   bool first = true;
   for (const auto & c : columns) {
     if (!first)
       out += ',';
     first = false;
-    Field f = c.value (r);
+    Field f = c.value (r, ctx);
     if (f.kind == Field::NUMBER_LIST) {
       for (int i = 0; i < f.list_len; i++) {
         if (i)
@@ -293,7 +327,7 @@ append_csv_line (std::string & out, const GppResult & r)
 }
 
 static void
-append_json_line (std::string & out, const GppResult & r)
+append_json_line (std::string & out, const GppResult & r, const ColumnContext & ctx)
 {
   out += '{';
   bool first = true;
@@ -304,7 +338,7 @@ append_json_line (std::string & out, const GppResult & r)
     out += '"';
     out += c.name;
     out += "\":";
-    Field f = c.value (r);
+    Field f = c.value (r, ctx);
     switch (f.kind) {
       case Field::EMPTY:
         out += "null";
@@ -376,6 +410,7 @@ gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buff
   const auto *records = reinterpret_cast<const GppResult *> (map.data);
   const size_t count = map.size / sizeof (GppResult);
   const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
+  const ColumnContext ctx { self->active_seed };
 
   if (csv && !self->header_written) {
     text = csv_header_row ();
@@ -390,9 +425,9 @@ gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buff
       break;
     }
     if (csv)
-      append_csv_line (text, records[i]);
+      append_csv_line (text, records[i], ctx);
     else
-      append_json_line (text, records[i]);
+      append_json_line (text, records[i], ctx);
   }
   const guint64 bad_packet = bad < count ? records[bad].packet_number : 0;
   gst_buffer_unmap (buffer, &map);
@@ -422,6 +457,7 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
     case GST_EVENT_STREAM_START:
       GST_OBJECT_LOCK (self);
       self->active_format = self->format;
+      self->active_seed = (guint16) self->community_id_seed;
       self->header_written = !self->header;
       GST_OBJECT_UNLOCK (self);
       self->have_segment = FALSE;
@@ -477,6 +513,9 @@ gst_packet_result_enc_set_property (GObject * object, guint prop_id,
     case PROP_HEADER:
       self->header = g_value_get_boolean (value);
       break;
+    case PROP_COMMUNITY_ID_SEED:
+      self->community_id_seed = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -497,6 +536,9 @@ gst_packet_result_enc_get_property (GObject * object, guint prop_id, GValue * va
       break;
     case PROP_HEADER:
       g_value_set_boolean (value, self->header);
+      break;
+    case PROP_COMMUNITY_ID_SEED:
+      g_value_set_uint (value, self->community_id_seed);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -533,6 +575,11 @@ gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
   g_object_class_install_property (gobject_class, PROP_HEADER,
       g_param_spec_boolean ("header", "CSV header",
           "Write the CSV header row first (csv only)", DEFAULT_HEADER, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_COMMUNITY_ID_SEED,
+      g_param_spec_uint ("community-id-seed", "Community ID seed",
+          "Seed of the community_id column (Community ID v1; tools that share an ID "
+          "must share the seed); read at the start of each stream",
+          0, G_MAXUINT16, DEFAULT_COMMUNITY_ID_SEED, rw_ready));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -561,6 +608,8 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
 
   self->format = DEFAULT_FORMAT;
   self->header = DEFAULT_HEADER;
+  self->community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
+  self->active_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->active_format = DEFAULT_FORMAT;
   self->header_written = FALSE;
   self->have_segment = FALSE;

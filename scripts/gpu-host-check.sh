@@ -77,6 +77,9 @@ run mode-switch build/examples/gpupacket-mode-switch --every 20 build/sample-tra
 for m in cpu streams zerocopy graph persistent; do
   run "launch-$m" sh -c "sh examples/launch/$m.sh build/sample-traffic.pcap $LOGS/$m.csv && wc -l < $LOGS/$m.csv"
 done
+# Community ID from GPU records equals the spec's baselines and suricata-verify's value.
+run community-id python3 tests/gst/test_community_id.py ../shared/data "$(command -v gst-launch-1.0)" \
+  cpu streams zerocopy graph persistent
 run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
 rm -f "$LOGS"/*.csv
 fi

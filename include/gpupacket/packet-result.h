@@ -75,7 +75,7 @@ typedef struct GppResult {
   uint8_t l4_checksum;      /* GPP_CHECKSUM_* for TCP, UDP, ICMP, ICMPv6 */
   uint8_t ip_flags;         /* GPP_IP_* */
   uint16_t frag_offset;     /* fragment offset in bytes (IPv4 or IPv6 fragment header) */
-  uint16_t sport;           /* TCP/UDP ports (GPP_IP_L4_PARSED) */
+  uint16_t sport;           /* TCP/UDP/SCTP ports (GPP_IP_L4_PARSED) */
   uint16_t dport;
   uint8_t tcp_flags;        /* TCP flags byte (CWR..FIN) */
   uint8_t ttl;              /* IPv4 TTL / IPv6 hop limit */
@@ -95,7 +95,8 @@ typedef struct GppResult {
   int32_t dpi_pattern;      /* DPI stage: smallest matching pattern id, -1 = none */
   uint32_t dpi_hits;        /* DPI stage: occurrences of all patterns */
   uint32_t payload_offset;  /* first byte of the L4 payload; 0 if none */
-  uint32_t reserved1;       /* 0; keeps the record free of implicit padding */
+  uint32_t ip_length;       /* the datagram's length by its IP header: IPv4 total length, IPv6 40 +
+                             * payload length (jumbogram: 40 + its jumbo length); 0 without one */
 } GppResult;
 
 #ifdef __cplusplus

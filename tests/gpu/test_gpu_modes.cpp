@@ -409,7 +409,7 @@ const Field kFields[] = {
     GPP_FIELD(mpls_label_count), GPP_FIELD(l3_offset), GPP_FIELD(l4_offset),
     GPP_FIELD(payload_length), GPP_FIELD(src), GPP_FIELD(dst), GPP_FIELD(acl_rule),
     GPP_FIELD(acl_action), GPP_FIELD(reserved0), GPP_FIELD(dpi_pattern), GPP_FIELD(dpi_hits),
-    GPP_FIELD(payload_offset), GPP_FIELD(reserved1),
+    GPP_FIELD(payload_offset), GPP_FIELD(ip_length),
 };
 #undef GPP_FIELD
 

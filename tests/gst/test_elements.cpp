@@ -35,13 +35,16 @@ using test::Endpoint;
 
 #define WIKIPEDIA "pcap/zeek__wikipedia.pcap"
 #define WIKIPEDIA_PACKETS 136
-/* pcapsrc's documented format and packetresultenc's column contract. */
+/* pcapsrc's documented format and packetresultenc's column contract.  The
+ * sample rows' Community IDs come from an independent computation (Python's
+ * hashlib and base64 over the spec's layout), not from gpupacket's code. */
 #define BATCH_CAPS_ETHERNET "application/x-packet-batch, linktype=(int)1"
 #define RESULTS_CAPS "application/x-packet-results, record-size=(int)128"
 static const char *const kCsvHeader =
     "packet,ethertype,vlan,ip_version,src,dst,l4_proto,sport,dport,frag_offset,"
     "more_fragments,ipv4_checksum,l4_checksum,rss,status,timestamp,caplen,wirelen,ttl,"
-    "tcp_flags,icmp_type,icmp_code,payload_length,acl_rule,acl_action,dpi_pattern,dpi_hits";
+    "tcp_flags,icmp_type,icmp_code,payload_length,acl_rule,acl_action,dpi_pattern,dpi_hits,"
+    "ip_length,community_id";
 
 /* ------------------------------------------------------------------------ */
 /* Shared helpers                                                            */
@@ -1676,10 +1679,10 @@ sample_records ()
 
 static const char *const kSampleCsv[] = {
   "7,0x0800,100;4094,4,66.9.149.187,161.142.100.80,6,2794,1766,0,0,good,bad,0x51ccc178,ok,"
-      "1300475167.096535000,74,74,64,0x18,,,12,5,drop,,",
-  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,,,allow,,",
+      "1300475167.096535000,74,74,64,0x18,,,12,5,drop,,,0,1:qsWRmBlr00h2Mh8Hjm6C1WUyoJ0=",
+  "8,0x0806,,,,,,,,,,,,0x00000000,ok,0.000000001,42,60,,,,,,,allow,,,,",
   "9,0x86dd,,6,2001:db8::1,ff02::1,58,,,1448,1,,unverified,0xdeadbeef,"
-      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,,,,,",
+      "truncated;bad_l4_header,2.000000005,96,1500,255,,128,0,,,,,,0,1:fGMMlAn5OW4ALtQn4k5OPdivs7o=",
 };
 
 static GstBuffer *
@@ -1788,6 +1791,8 @@ GST_START_TEST (test_enc_jsonl)
   assert_json_field (tcp, "rss", J::STRING, "0x51ccc178");
   assert_json_field (tcp, "status", J::STRING, "ok");
   assert_json_field (tcp, "timestamp", J::NUMBER, "1300475167.096535000");
+  assert_json_field (tcp, "community_id", J::STRING, "1:qsWRmBlr00h2Mh8Hjm6C1WUyoJ0=");
+  assert_json_field (objects[1], "community_id", J::NUL);
   assert_json_field (tcp, "icmp_type", J::NUL);
 
   const J & arp = objects[1];

@@ -46,7 +46,7 @@ std::string record_violations(const GppResult &r, uint32_t caplen, uint32_t wire
     why << "unknown status bits 0x" << std::hex << r.status;
   else if (r.acl_rule != -1 || r.dpi_pattern != -1 || r.acl_action != 0 || r.dpi_hits != 0)
     why << "ACL/DPI fields not at their 'no result' values";
-  else if (r.dpi_scanned || r.reserved0[0] || r.reserved0[1] || r.reserved1)
+  else if (r.dpi_scanned || r.reserved0[0] || r.reserved0[1])
     why << "reserved fields (or dpi_scanned without DPI) not zero";
   else if (r.vlan_count > GPP_MAX_VLANS)
     why << "vlan_count " << int(r.vlan_count);
@@ -64,10 +64,13 @@ std::string record_violations(const GppResult &r, uint32_t caplen, uint32_t wire
     why << "l3_offset " << r.l3_offset << " past caplen " << caplen;
   else if (header && r.l3_offset + (r.ip_version == 4 ? 20u : 40u) > caplen)
     why << "IP header marked parsed but not captured";
+  else if (!header && r.ip_length)
+    why << "ip_length set without an IP header";
   else if (l4 && !header)
     why << "L4 parsed without an IP header";
   // Ports (or ICMP type and code) are read as soon as their bytes are captured.
-  else if (l4 && r.l4_offset + (r.l4_proto == kTcp || r.l4_proto == kUdp ? 4u : 2u) > caplen)
+  else if (l4 && r.l4_offset + (r.l4_proto == kTcp || r.l4_proto == kUdp || r.l4_proto == 132 ? 4u : 2u) >
+                        caplen)
     why << "L4 fields marked parsed but not captured (l4_offset " << r.l4_offset << ")";
   else if (r.tcp_flags && r.l4_offset + 14u > caplen)
     why << "TCP flags set but byte 13 of the TCP header not captured";

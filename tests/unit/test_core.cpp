@@ -96,6 +96,7 @@ TEST(Ethernet, Ipv4TcpAllFields) {
   EXPECT_EQ(0, r.mpls_label_count);
   EXPECT_EQ(57, r.ttl);
   EXPECT_EQ(kAck | kPsh, r.tcp_flags);
+  EXPECT_EQ(pkt.size() - 14, r.ip_length);
   EXPECT_EQ(GPP_IP_HEADER_PARSED | GPP_IP_L4_PARSED, r.ip_flags);
   EXPECT_EQ(0, r.frag_offset);
   EXPECT_EQ(54u, r.payload_offset);
@@ -706,6 +707,7 @@ TEST(Ipv6, JumbogramTakesLengthFromHopByHop) {
   Crafted c{"ipv6 jumbogram", GPP_LINKTYPE_RAW, pkt, 40 + jumbo, 56};
   const GppResult r = parse(c);
   EXPECT_EQ(0u, r.status);
+  EXPECT_EQ(40 + jumbo, r.ip_length);
   EXPECT_EQ(kUdp, r.l4_proto);
   EXPECT_EQ(9001, r.dport);
   EXPECT_EQ(56u, r.payload_offset);
@@ -775,11 +777,44 @@ TEST(Udp, PortsAndPayload) {
   EXPECT_EQ(kUdp, r.l4_proto);
   EXPECT_EQ(53, r.sport);
   EXPECT_EQ(33333, r.dport);
+  EXPECT_EQ(40u + 8 + 40, r.ip_length);
   EXPECT_EQ(0, r.tcp_flags);
   EXPECT_EQ(62u, r.payload_offset);
   EXPECT_EQ(40u, r.payload_length);
   EXPECT_EQ(GPP_CHECKSUM_GOOD, r.l4_checksum);
   EXPECT_EQ(expected_rss(kSrc6, kDst6, true, 53, 33333), r.rss_hash);
+}
+
+// SCTP: the ports only (flows and Community ID key on them); the CRC32c and
+// the chunks are not read, and neither RSS nor ACL use SCTP ports.
+TEST(Sctp, PortsOnly) {
+  Ipv4Spec ip = v4(132);
+  ip.l4_checksum = L4Checksum::Keep;
+  Bytes sctp;
+  append16(sctp, 36412);
+  append16(sctp, 2905);
+  append32(sctp, 0x01020304); // verification tag
+  append32(sctp, 0xdeadbeef); // CRC32c, not checked
+  sctp = concat(sctp, pattern_bytes(20));
+  const GppResult r = parse("ipv4 sctp", GPP_LINKTYPE_ETHERNET, eth_ipv4(ip, sctp), 38);
+  EXPECT_EQ(0u, r.status);
+  EXPECT_EQ(132, r.l4_proto);
+  EXPECT_EQ(36412, r.sport);
+  EXPECT_EQ(20u + 32, r.ip_length);
+  EXPECT_EQ(2905, r.dport);
+  EXPECT_EQ(34u, r.l4_offset);
+  EXPECT_EQ(GPP_IP_HEADER_PARSED | GPP_IP_L4_PARSED, r.ip_flags);
+  EXPECT_EQ(GPP_CHECKSUM_NONE, r.l4_checksum);
+  EXPECT_EQ(0u, r.payload_offset);
+  EXPECT_EQ(0u, r.payload_length);
+  EXPECT_EQ(expected_rss(kSrc4, kDst4, false), r.rss_hash);
+
+  // Fewer than 4 bytes of SCTP in the datagram: a malformed header, no ports.
+  const GppResult cut = parse("ipv4 sctp, 3 bytes", GPP_LINKTYPE_ETHERNET,
+                              eth_ipv4(ip, Bytes(sctp.begin(), sctp.begin() + 3)), 34);
+  EXPECT_EQ(uint32_t(GPP_STATUS_BAD_L4_HEADER), cut.status);
+  EXPECT_EQ(0, cut.ip_flags & GPP_IP_L4_PARSED);
+  EXPECT_EQ(0, cut.sport);
 }
 
 TEST(Icmp, TypeAndCode) {
