@@ -23,7 +23,10 @@
 #include "dpi_patterns.h"
 #include "batch_builder.h"
 #include "cpu_engine.h"
+#include "flow_kernels.h"
+#include "flow_meter.h"
 #include "packet_kernels.h"
+#include "traffic_gen.h"
 
 namespace {
 
@@ -186,6 +189,71 @@ size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppRes
   return mismatches;
 }
 
+// Flow records of `records` counted `batch_size` at a time by the GPU's flow
+// table (gpu/flow_kernels.cu) and by the host's (gpu/flow_meter.h), all
+// flows ended at the end: the two lists must be byte-identical.  Returns
+// mismatches (records, or a different count of flows or untracked packets).
+size_t compare_flows(const std::string &name, const std::vector<GppResult> &records,
+                     uint32_t batch_size, uint32_t max_flows, size_t *flows_out) {
+  gpp::FlowSettings settings;
+  settings.max_flows = max_flows;
+  settings.threads = std::max(1u, std::thread::hardware_concurrency());
+  gpp::FlowMeter meter(settings);
+  for (size_t first = 0; first < records.size(); first += batch_size)
+    meter.add(records.data() + first,
+              static_cast<uint32_t>(std::min<size_t>(batch_size, records.size() - first)));
+  std::vector<GppFlowRecord> cpu;
+  meter.flush(cpu);
+
+  const uint32_t slots = gpp::flow_table_slots(max_flows);
+  DeviceBuffer<gpp::FlowSlot> d_slots(slots);
+  CUDA_CHECK(cudaMemset(d_slots.ptr, 0, size_t(slots) * sizeof(gpp::FlowSlot)));
+  DeviceBuffer<GppResult> d_records(batch_size);
+  DeviceBuffer<uint32_t> d_slot_of(batch_size);
+  DeviceBuffer<gpp::FlowLaunchCounts> d_counts(1);
+  CUDA_CHECK(cudaMemset(d_counts.ptr, 0, sizeof(gpp::FlowLaunchCounts)));
+  const gpp::FlowTableView view{d_slots.ptr, slots};
+  for (size_t first = 0; first < records.size(); first += batch_size) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(batch_size, records.size() - first));
+    CUDA_CHECK(cudaMemcpy(d_records.ptr, records.data() + first, n * sizeof(GppResult),
+                          cudaMemcpyHostToDevice));
+    CUDA_CHECK(gpp::launch_flow_update(view, d_records.ptr, n, d_slot_of.ptr, d_counts.ptr,
+                                       nullptr));
+  }
+  std::vector<gpp::FlowSlot> table(slots);
+  gpp::FlowLaunchCounts counts{};
+  CUDA_CHECK(cudaMemcpy(table.data(), d_slots.ptr, size_t(slots) * sizeof(gpp::FlowSlot),
+                        cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(&counts, d_counts.ptr, sizeof counts, cudaMemcpyDeviceToHost));
+  std::vector<GppFlowRecord> gpu;
+  for (const gpp::FlowSlot &s : table) {
+    if (s.state != gpp::kFlowLive) continue;
+    GppFlowRecord rec{};
+    gpp::flow_record(s, GPP_FLOW_END_FORCED, settings.community_id_seed, rec);
+    gpu.push_back(rec);
+  }
+  std::sort(gpu.begin(), gpu.end(), [](const GppFlowRecord &a, const GppFlowRecord &b) {
+    return a.first_packet < b.first_packet;
+  });
+  size_t mismatches = 0;
+  if (gpu.size() != cpu.size() || counts.no_room != meter.counters().packets_untracked ||
+      counts.created != meter.counters().flows_created) {
+    std::fprintf(stderr,
+                 "FLOWS %s (batch size %u): GPU %zu flows (%u created, %u untracked packets), "
+                 "CPU %zu (%llu created, %llu untracked)\n",
+                 name.c_str(), batch_size, gpu.size(), counts.created, counts.no_room, cpu.size(),
+                 (unsigned long long)meter.counters().flows_created,
+                 (unsigned long long)meter.counters().packets_untracked);
+    ++mismatches;
+  }
+  for (size_t i = 0; i < std::min(gpu.size(), cpu.size()); ++i)
+    if (std::memcmp(&gpu[i], &cpu[i], sizeof(GppFlowRecord)) != 0 && ++mismatches <= 5)
+      std::fprintf(stderr, "FLOW MISMATCH %s: flow of packet %llu (batch size %u)\n",
+                   name.c_str(), (unsigned long long)cpu[i].first_packet, batch_size);
+  *flows_out += cpu.size();
+  return mismatches;
+}
+
 // Rules drawn from the traffic itself, IPv4 and IPv6, so the IPv6 path of
 // the ACL (no ClassBench file has IPv6 rules) gets real hits: every 37th
 // parsed IPv4 packet and every 5th IPv6 one yield a rule around its
@@ -334,6 +402,7 @@ int main(int argc, char **argv) {
                         cudaMemcpyHostToDevice));
 
   size_t packets = 0, mismatches = 0, runs = 0;
+  size_t flow_mismatches = 0, flows = 0, flow_runs = 0;
   for (const Capture &cap : captures) {
     packets += cap.packets.size();
     for (int variant : variants) {
@@ -368,11 +437,42 @@ int main(int argc, char **argv) {
           mismatches += compare(cap, batch_size, cpu, gpu_cfg, what);
           ++runs;
         }
+        // Flows over the records with ACL and DPI results (the GPU's are
+        // the CPU's, as just compared), one packet per batch and 4096.
+        if (variant == 15)
+          for (uint32_t batch_size : {1u, 4096u}) {
+            if (quick && batch_size == 1) continue;
+            flow_mismatches += compare_flows(cap.name, cpu, batch_size, 1u << 16, &flows);
+            ++flow_runs;
+          }
       }
     }
   }
   std::printf("%zu captures (%zu packets), %zu runs (%zu batch sizes x %zu settings): %zu "
               "mismatching records\n", captures.size(), packets, runs, batch_sizes.size(),
               variants.size(), mismatches);
-  return mismatches == 0 ? 0 : 1;
+  // Flows at scale: generated traffic over 1.2 million flows (64-byte
+  // frames), 4096-packet batches.
+  if (!quick) {
+    gpp::TrafficSpec spec;
+    spec.profile = gpp::TrafficProfile::Small;
+    spec.flows = 1200000;
+    spec.seed = 5;
+    gpp::TrafficGenerator gen(spec);
+    Capture big;
+    big.name = "generated-1.2M-flows";
+    big.linktype = GPP_LINKTYPE_ETHERNET;
+    for (int i = 0; i < 4000000; ++i) {
+      const std::vector<uint8_t> &frame = gen.next();
+      big.packets.push_back({frame, static_cast<uint32_t>(frame.size())});
+    }
+    const std::vector<GppResult> records = cpu_records(big, make_config(false, false));
+    const size_t before = flows;
+    flow_mismatches += compare_flows(big.name, records, 4096, 2000000, &flows);
+    ++flow_runs;
+    std::printf("%s: %zu packets, %zu flows\n", big.name.c_str(), records.size(), flows - before);
+  }
+  std::printf("flows: %zu runs, %zu flow records compared, %zu mismatching\n", flow_runs, flows,
+              flow_mismatches);
+  return mismatches == 0 && flow_mismatches == 0 ? 0 : 1;
 }
