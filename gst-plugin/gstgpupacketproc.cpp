@@ -72,6 +72,7 @@
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
+#include "flowoutput.h"
 #include "modedispatch.h"
 #include "procstats.h"
 #include "resultqueue.h"
@@ -93,6 +94,11 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 #define DEFAULT_PERSISTENT_BLOCKS 0
 #define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
 #define DEFAULT_LOW_LATENCY FALSE
+#define DEFAULT_FLOWS FALSE
+#define DEFAULT_FLOW_IDLE_TIMEOUT 300   /* s: YAF's default */
+#define DEFAULT_FLOW_ACTIVE_TIMEOUT 1800        /* s: YAF's default */
+#define DEFAULT_FLOW_MAX (1u << 20)
+#define DEFAULT_COMMUNITY_ID_SEED 0
 #define DEFAULT_ACL_RULES NULL
 #define DEFAULT_DPI_PATTERNS NULL
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
@@ -116,6 +122,11 @@ enum
   PROP_PERSISTENT_BLOCKS,
   PROP_WAIT_STRATEGY,
   PROP_LOW_LATENCY,
+  PROP_FLOWS,
+  PROP_FLOW_IDLE_TIMEOUT,
+  PROP_FLOW_ACTIVE_TIMEOUT,
+  PROP_FLOW_MAX,
+  PROP_COMMUNITY_ID_SEED,
   PROP_ACL_RULES,
   PROP_DEFAULT_ACTION,
   PROP_DPI_PATTERNS,
@@ -134,6 +145,10 @@ struct GppProcState
   GppModeDispatch dispatch;
   /* The ordered hand-off of results to the src pad task. */
   GppResultQueue results;
+  /* flows=true: the flow meter and the flows pad. */
+  GppFlowOutput flows;
+
+  explicit GppProcState (GstPad * flows_pad) : flows (flows_pad) {}
 };
 
 struct _GstGpuPacketProc
@@ -142,6 +157,7 @@ struct _GstGpuPacketProc
 
   GstPad *sinkpad;
   GstPad *srcpad;
+  GstPad *flowpad;
 
   /* settings, under the object lock */
   GstGpuPacketProcMode mode;
@@ -156,6 +172,8 @@ struct _GstGpuPacketProc
   guint persistent_blocks;
   GstGpuPacketProcWait wait_strategy;
   gboolean low_latency;
+  gboolean flows;
+  guint flow_idle_timeout, flow_active_timeout, flow_max, community_id_seed;
   gchar *acl_path;
   gchar *acl_error;             /* why acl_path was refused, or NULL */
   std::shared_ptr<const gpp::AclRuleSet> *acl;  /* current rule set (may hold nullptr) */
@@ -178,6 +196,11 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
     GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128"));
+
+/* Flow records (flows=true); unlinked, they are dropped. */
+static GstStaticPadTemplate flows_template = GST_STATIC_PAD_TEMPLATE ("flows",
+    GST_PAD_SRC, GST_PAD_ALWAYS,
+    GST_STATIC_CAPS (GPP_FLOW_CAPS_NAME ", record-size = (int) 144"));
 
 #define gst_gpu_packet_proc_parent_class parent_class
 G_DEFINE_TYPE (GstGpuPacketProc, gst_gpu_packet_proc, GST_TYPE_ELEMENT);
@@ -420,6 +443,12 @@ gst_gpu_packet_proc_finish_batch (GstGpuPacketProc * self, PendingItem & item)
   gst_gpu_packet_proc_account (self, item.mode,
       reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
       item.entry, item.first_capture_ns);
+  const GstFlowReturn flow_ret = st->results.flushing () ? GST_FLOW_OK :
+      st->flows.add (reinterpret_cast<const GppResult *> (item.results_map.data), item.count);
+  if (flow_ret != GST_FLOW_OK) {
+    item.release ();
+    return flow_ret;
+  }
   GstBuffer *results = item.take_results ();
   if (st->results.flushing ()) {
     gst_buffer_unref (results);
@@ -560,6 +589,7 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
     case GST_EVENT_FLUSH_START:
       if (st)
         gst_gpu_packet_proc_set_flushing (st);
+      gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
       if (st) {
@@ -568,7 +598,9 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
         gst_gpu_packet_proc_idle_engine (self);
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
+        st->flows.flushed ();
       }
+      gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_EOS:
       /* EOS leaves after every batch in flight; then the resident kernel,
@@ -577,8 +609,12 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
         gst_event_unref (event);
         return FALSE;
       }
-      if (st)
+      if (st) {
         gst_gpu_packet_proc_idle_engine (self);
+        /* Every open flow ends with the stream, then EOS follows its records. */
+        st->flows.finish ();
+      }
+      gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
     default:
       if (GST_EVENT_IS_SERIALIZED (event))
@@ -729,7 +765,12 @@ gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
   }
   gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count,
       captured_bytes (in.data), entry, live_capture_ns (st, in.data));
+  const GstFlowReturn flow_ret = st->flows.add (records, count);
   gst_buffer_unmap (results, &out);
+  if (flow_ret != GST_FLOW_OK) {
+    gst_buffer_unref (results);
+    return flow_ret;
+  }
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
   return gst_pad_push (self->srcpad, results);
@@ -1000,14 +1041,20 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
-    auto *state = new GppProcState ();
+    auto *state = new GppProcState (self->flowpad);
     GST_OBJECT_LOCK (self);
     self->state = state;
-    GST_OBJECT_UNLOCK (self);
-    GST_OBJECT_LOCK (self);
     const gpp::Mode mode = to_engine_mode (self->mode);
     const gpp::EngineSettings settings = engine_settings_locked (self);
+    const bool flows = self->flows;
+    gpp::FlowSettings flow_settings;
+    flow_settings.max_flows = self->flow_max;
+    flow_settings.idle_timeout_ns = (guint64) self->flow_idle_timeout * GST_SECOND;
+    flow_settings.active_timeout_ns = (guint64) self->flow_active_timeout * GST_SECOND;
+    flow_settings.community_id_seed = (uint16_t) self->community_id_seed;
     GST_OBJECT_UNLOCK (self);
+    if (flows)
+      state->flows.start (flow_settings);
     /* Pinned memory and the engine are set up here, not in the streaming path. */
     if (!gst_gpu_packet_proc_setup_pool (self) ||
         !gst_gpu_packet_proc_switch_engine (self, mode, settings)) {
@@ -1047,8 +1094,12 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
     live.in_flight = st->results.in_flight ();
     st->dispatch.fill_live (live);
   }
+  /* Under the object lock: the state (and its flow meter) stays meanwhile. */
+  GstStructure *stats = self->stats->to_structure (live);
+  if (st)
+    st->flows.add_stats (stats);
   GST_OBJECT_UNLOCK (self);
-  return self->stats->to_structure (live);
+  return stats;
 }
 
 static bool
@@ -1200,6 +1251,21 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
     case PROP_LOW_LATENCY:
       self->low_latency = g_value_get_boolean (value);
       break;
+    case PROP_FLOWS:
+      self->flows = g_value_get_boolean (value);
+      break;
+    case PROP_FLOW_IDLE_TIMEOUT:
+      self->flow_idle_timeout = g_value_get_uint (value);
+      break;
+    case PROP_FLOW_ACTIVE_TIMEOUT:
+      self->flow_active_timeout = g_value_get_uint (value);
+      break;
+    case PROP_FLOW_MAX:
+      self->flow_max = g_value_get_uint (value);
+      break;
+    case PROP_COMMUNITY_ID_SEED:
+      self->community_id_seed = g_value_get_uint (value);
+      break;
     case PROP_DEFAULT_ACTION:
       self->default_action = (GstGpuPacketProcAction) g_value_get_enum (value);
       break;
@@ -1257,6 +1323,21 @@ gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * valu
       break;
     case PROP_LOW_LATENCY:
       g_value_set_boolean (value, self->low_latency);
+      break;
+    case PROP_FLOWS:
+      g_value_set_boolean (value, self->flows);
+      break;
+    case PROP_FLOW_IDLE_TIMEOUT:
+      g_value_set_uint (value, self->flow_idle_timeout);
+      break;
+    case PROP_FLOW_ACTIVE_TIMEOUT:
+      g_value_set_uint (value, self->flow_active_timeout);
+      break;
+    case PROP_FLOW_MAX:
+      g_value_set_uint (value, self->flow_max);
+      break;
+    case PROP_COMMUNITY_ID_SEED:
+      g_value_set_uint (value, self->community_id_seed);
       break;
     case PROP_ACL_RULES:
       g_value_set_string (value, self->acl_path);
@@ -1409,6 +1490,29 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "itself, with no hand-off to the src pad's task: lower and steadier latency "
           "for one batch at a time, but batches no longer overlap (leave off for "
           "throughput)", DEFAULT_LOW_LATENCY, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_FLOWS,
+      g_param_spec_boolean ("flows", "Flows",
+          "Meter flows: every packet with an IP header is counted into its bidirectional "
+          "flow, and the records of flows that end leave by the flows pad "
+          "(application/x-flow-records, gpupacket/flow-record.h). The table is in host "
+          "memory in every mode for now", DEFAULT_FLOWS, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FLOW_IDLE_TIMEOUT,
+      g_param_spec_uint ("flow-idle-timeout", "Flow idle timeout",
+          "Seconds of packet time without a packet after which a flow ends",
+          1, G_MAXUINT, DEFAULT_FLOW_IDLE_TIMEOUT, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FLOW_ACTIVE_TIMEOUT,
+      g_param_spec_uint ("flow-active-timeout", "Flow active timeout",
+          "Seconds of packet time after which a flow still going is written out and "
+          "counted afresh", 1, G_MAXUINT, DEFAULT_FLOW_ACTIVE_TIMEOUT, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FLOW_MAX,
+      g_param_spec_uint ("flow-max", "Flow table size",
+          "Flows tracked at once (the table takes 256 bytes a flow); when more are open, "
+          "those idle longest are evicted (end reason: lack of resources)",
+          64, 1u << 30, DEFAULT_FLOW_MAX, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_COMMUNITY_ID_SEED,
+      g_param_spec_uint ("community-id-seed", "Community ID seed",
+          "Seed of the flow records' Community ID (v1)", 0, G_MAXUINT16,
+          DEFAULT_COMMUNITY_ID_SEED, rw_ready));
   g_object_class_install_property (gobject_class, PROP_ACL_RULES,
       g_param_spec_string ("acl-rules", "ACL rules",
           "ClassBench / DPDK test-acl rule file (README: ACL rules); each packet gets "
@@ -1452,6 +1556,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_add_static_pad_template (element_class, &flows_template);
   gst_element_class_set_static_metadata (element_class,
       "GPU packet processor", "Filter/Network",
       "Parses, validates and RSS-hashes batches of packets into per-packet result "
@@ -1488,6 +1593,10 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   gst_pad_set_query_function (self->srcpad, GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_src_query));
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 
+  self->flowpad = gst_pad_new_from_static_template (&flows_template, "flows");
+  gst_pad_use_fixed_caps (self->flowpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->flowpad);
+
   self->mode = DEFAULT_MODE;
   memset (&self->config, 0, sizeof self->config);
   memcpy (self->config.rss_key, gpp::kDefaultRssKey, sizeof self->config.rss_key);
@@ -1503,6 +1612,11 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
   self->wait_strategy = DEFAULT_WAIT;
   self->low_latency = DEFAULT_LOW_LATENCY;
+  self->flows = DEFAULT_FLOWS;
+  self->flow_idle_timeout = DEFAULT_FLOW_IDLE_TIMEOUT;
+  self->flow_active_timeout = DEFAULT_FLOW_ACTIVE_TIMEOUT;
+  self->flow_max = DEFAULT_FLOW_MAX;
+  self->community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->acl_path = g_strdup (DEFAULT_ACL_RULES);
   self->acl_error = NULL;
   self->acl = new std::shared_ptr<const gpp::AclRuleSet> ();

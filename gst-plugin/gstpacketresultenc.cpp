@@ -7,7 +7,8 @@
  * (`application/x-ndjson`).  The column names are a stable contract; README
  * lists them with their meaning.  In JSON Lines an empty CSV field is `null`
  * and `vlan` is an array.  `community_id` is each packet's Community ID
- * (v1, seed `community-id-seed`).
+ * (v1, seed `community-id-seed`).  Flow records (gpupacketproc's flows pad)
+ * are written the same ways, with Zeek conn.log's column names.
  *
  * ## Example launch line
  * |[
@@ -25,6 +26,8 @@
 #include <string>
 
 #include "community_id.h"
+#include "flowoutput.h"
+#include "gpupacket/flow-record.h"
 #include "gpupacket/packet-result.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
@@ -56,6 +59,7 @@ struct _GstPacketResultEnc
 
   /* streaming state */
   GstPacketResultEncFormat active_format;
+  gboolean flows;               /* the caps say flow records */
   guint16 active_seed;
   gboolean header_written;
   gboolean have_segment;
@@ -63,7 +67,8 @@ struct _GstPacketResultEnc
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128"));
+    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128; "
+        GPP_FLOW_CAPS_NAME ", record-size = (int) 144"));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
@@ -214,13 +219,15 @@ community_id_field (const GppResult & r, const ColumnContext & ctx)
   return Field::string (text);
 }
 
-/* The column contract: names in output order and how each is derived.
- * README's "Result fields" table documents the same list. */
-static const struct Column
+template <typename Record> struct Column
 {
   const char *name;
-    Field (*value) (const GppResult &, const ColumnContext &);
-} columns[] = {
+    Field (*value) (const Record &, const ColumnContext &);
+};
+
+/* The column contract: names in output order and how each is derived.
+ * README's "Result fields" table documents the same list. */
+static const Column<GppResult> columns[] = {
   {"packet", [](const GppResult & r, const ColumnContext &) { return Field::number (r.packet_number); }},
   {"ethertype", [](const GppResult & r, const ColumnContext &) {
       return r.ethertype ? Field::string (hex (r.ethertype, 4)) : Field (); }},
@@ -286,6 +293,93 @@ static const struct Column
   {"community_id", community_id_field},
 };
 
+static Field
+seconds_field (guint64 ns)
+{
+  Field f;
+  char buf[32];
+  g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, ns / GST_SECOND,
+      ns % GST_SECOND);
+  f.kind = Field::NUMBER;
+  f.text = buf;
+  return f;
+}
+
+static Field
+flow_address (const GppFlowRecord & f, const uint8_t * addr)
+{
+  char buf[INET6_ADDRSTRLEN];
+  inet_ntop (f.ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
+  return Field::string (buf);
+}
+
+static bool
+flow_is_icmp (const GppFlowRecord & f)
+{
+  return f.l4_proto == 1 || f.l4_proto == 58;
+}
+
+/* Flow records: Zeek conn.log's names where it has the field (ICMP type and
+ * code in the port fields, as Zeek writes them), then gpupacket's own.
+ * README's "Flow fields" table documents the same list. */
+static const Column<GppFlowRecord> flow_columns[] = {
+  {"ts", [](const GppFlowRecord & f, const ColumnContext &) {
+      return seconds_field (f.start_ns); }},
+  {"id.orig_h", [](const GppFlowRecord & f, const ColumnContext &) {
+      return flow_address (f, f.src); }},
+  {"id.orig_p", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (flow_is_icmp (f) ? f.dport >> 8 : f.sport); }},
+  {"id.resp_h", [](const GppFlowRecord & f, const ColumnContext &) {
+      return flow_address (f, f.dst); }},
+  {"id.resp_p", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (flow_is_icmp (f) ? f.dport & 0xff : f.dport); }},
+  {"proto", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::string (f.l4_proto == 6 ? "tcp" : f.l4_proto == 17 ? "udp" :
+          flow_is_icmp (f) ? "icmp" : "unknown_transport"); }},
+  {"ip_proto", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.l4_proto); }},
+  {"duration", [](const GppFlowRecord & f, const ColumnContext &) {
+      return seconds_field (f.end_ns - f.start_ns); }},
+  {"orig_pkts", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.packets[0]); }},
+  {"orig_ip_bytes", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.bytes[0]); }},
+  {"resp_pkts", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.packets[1]); }},
+  {"resp_ip_bytes", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.bytes[1]); }},
+  {"vlan", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.vlan_id ? Field::number (f.vlan_id) : Field (); }},
+  {"community_id", [](const GppFlowRecord & f, const ColumnContext &) {
+      char text[gpp::kCommunityIdTextBytes];
+      gpp::community_id_text (f.community_id, text);
+      return Field::string (text); }},
+  {"first_packet", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.first_packet); }},
+  {"end_ts", [](const GppFlowRecord & f, const ColumnContext &) {
+      return seconds_field (f.end_ns); }},
+  {"end_reason", [](const GppFlowRecord & f, const ColumnContext &) {
+      static const char *const names[] = { "", "idle", "active", "end", "forced", "no_room" };
+      return f.end_reason >= 1 && f.end_reason <= 5 ? Field::string (names[f.end_reason])
+          : Field::number (f.end_reason); }},
+  {"orig_tcp_flags", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.l4_proto == 6 ? Field::string (hex (f.tcp_flags[0], 2)) : Field (); }},
+  {"resp_tcp_flags", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.l4_proto == 6 ? Field::string (hex (f.tcp_flags[1], 2)) : Field (); }},
+  {"rss", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::string (hex (f.rss_hash, 8)); }},
+  {"acl_rule", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.acl_action != GPP_ACL_NONE && f.acl_rule >= 0 ?
+          Field::number ((guint64) f.acl_rule) : Field (); }},
+  {"acl_action", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
+          : f.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},
+  {"dpi_pattern", [](const GppFlowRecord & f, const ColumnContext &) {
+      return f.dpi_pattern >= 0 ? Field::number ((guint64) f.dpi_pattern) : Field (); }},
+  {"dpi_hits", [](const GppFlowRecord & f, const ColumnContext &) {
+      return Field::number (f.dpi_hits); }},
+};
+
 /* Records may come from anywhere (filesrc, appsrc), so every count and
  * selector the columns index or branch on is checked first; NULL = usable. */
 static const char *
@@ -304,8 +398,19 @@ record_problem (const GppResult & r, gchar ** detail)
   return NULL;
 }
 
-static void
-append_csv_line (std::string & out, const GppResult & r, const ColumnContext & ctx)
+static const char *
+record_problem (const GppFlowRecord & f, gchar ** detail)
+{
+  if (f.ip_version != 4 && f.ip_version != 6) {
+    *detail = g_strdup_printf ("ip_version is %u (4 or 6 expected)", f.ip_version);
+    return "ip_version";
+  }
+  return NULL;
+}
+
+template <typename Record, size_t N> static void
+append_csv_line (std::string & out, const Record & r, const Column<Record> (&columns)[N],
+    const ColumnContext & ctx)
 {
   bool first = true;
   for (const auto & c : columns) {
@@ -326,8 +431,9 @@ append_csv_line (std::string & out, const GppResult & r, const ColumnContext & c
   out += '\n';
 }
 
-static void
-append_json_line (std::string & out, const GppResult & r, const ColumnContext & ctx)
+template <typename Record, size_t N> static void
+append_json_line (std::string & out, const Record & r, const Column<Record> (&columns)[N],
+    const ColumnContext & ctx)
 {
   out += '{';
   bool first = true;
@@ -375,8 +481,8 @@ gst_packet_result_enc_push_text (GstPacketResultEnc * self, const std::string & 
   return gst_pad_push (self->srcpad, buf);
 }
 
-static std::string
-csv_header_row ()
+template <typename Record, size_t N> static std::string
+csv_header_row (const Column<Record> (&columns)[N])
 {
   std::string row;
   for (const auto & c : columns) {
@@ -387,33 +493,46 @@ csv_header_row ()
   return row + '\n';
 }
 
-static GstFlowReturn
-gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buffer)
+/* A record's number for messages: its packet's, or its flow's first packet's. */
+static guint64
+record_number (const GppResult & r)
 {
-  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
+  return r.packet_number;
+}
+
+static guint64
+record_number (const GppFlowRecord & f)
+{
+  return f.first_packet;
+}
+
+template <typename Record, size_t N> static GstFlowReturn
+gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer,
+    const Column<Record> (&table)[N], const char *what)
+{
   GstMapInfo map;
   std::string text;
 
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map a results buffer."), (NULL));
+    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map a %s buffer.", what), (NULL));
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  if (map.size % sizeof (GppResult) != 0) {
+  if (map.size % sizeof (Record) != 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
-        ("Malformed results buffer: %" G_GSIZE_FORMAT " bytes is not a whole number "
-            "of %zu-byte records.", map.size, sizeof (GppResult)), (NULL));
+        ("Malformed %s buffer: %" G_GSIZE_FORMAT " bytes is not a whole number "
+            "of %zu-byte records.", what, map.size, sizeof (Record)), (NULL));
     gst_buffer_unmap (buffer, &map);
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  const auto *records = reinterpret_cast<const GppResult *> (map.data);
-  const size_t count = map.size / sizeof (GppResult);
+  const auto *records = reinterpret_cast<const Record *> (map.data);
+  const size_t count = map.size / sizeof (Record);
   const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
   const ColumnContext ctx { self->active_seed };
 
   if (csv && !self->header_written) {
-    text = csv_header_row ();
+    text = csv_header_row (table);
     self->header_written = TRUE;
   }
   text.reserve (text.size () + count * 200);
@@ -425,11 +544,11 @@ gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buff
       break;
     }
     if (csv)
-      append_csv_line (text, records[i], ctx);
+      append_csv_line (text, records[i], table, ctx);
     else
-      append_json_line (text, records[i], ctx);
+      append_json_line (text, records[i], table, ctx);
   }
-  const guint64 bad_packet = bad < count ? records[bad].packet_number : 0;
+  const guint64 bad_number = bad < count ? record_number (records[bad]) : 0;
   gst_buffer_unmap (buffer, &map);
 
   /* The records before a bad one still go out, then the error. */
@@ -439,13 +558,23 @@ gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buff
   gst_buffer_unref (buffer);
   if (bad < count) {
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
-        ("Invalid results record %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " in a buffer "
-            "(packet field %" G_GUINT64_FORMAT "): %s.", bad + 1, count, bad_packet, detail),
+        ("Invalid %s record %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " in a buffer "
+            "(packet number %" G_GUINT64_FORMAT "): %s.", what, bad + 1, count, bad_number,
+            detail),
         ("records that do not come from gpupacketproc are checked before use"));
     g_free (detail);
     return GST_FLOW_ERROR;
   }
   return ret;
+}
+
+static GstFlowReturn
+gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buffer)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
+  if (self->flows)
+    return gst_packet_result_enc_encode (self, buffer, flow_columns, "flow");
+  return gst_packet_result_enc_encode (self, buffer, columns, "results");
 }
 
 static gboolean
@@ -466,6 +595,10 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       self->have_segment = TRUE;
       break;
     case GST_EVENT_CAPS:{
+      GstCaps *in_caps;
+      gst_event_parse_caps (event, &in_caps);
+      self->flows = gst_structure_has_name (gst_caps_get_structure (in_caps, 0),
+          GPP_FLOW_CAPS_NAME);
       gst_event_unref (event);
       const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
       GstCaps *caps = gst_caps_new_empty_simple (csv ? "text/csv" : "application/x-ndjson");
@@ -487,7 +620,8 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
           gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
           self->have_segment = TRUE;
         }
-        gst_packet_result_enc_push_text (self, csv_header_row (), NULL);
+        gst_packet_result_enc_push_text (self, self->flows ? csv_header_row (flow_columns)
+            : csv_header_row (columns), NULL);
       }
       break;
     default:
@@ -611,6 +745,7 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
   self->community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->active_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->active_format = DEFAULT_FORMAT;
+  self->flows = FALSE;
   self->header_written = FALSE;
   self->have_segment = FALSE;
 }

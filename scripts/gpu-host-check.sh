@@ -80,6 +80,8 @@ done
 # Community ID from GPU records equals the spec's baselines and suricata-verify's value.
 run community-id python3 tests/gst/test_community_id.py ../shared/data "$(command -v gst-launch-1.0)" \
   cpu streams zerocopy graph persistent
+run flows python3 tests/gst/test_flows.py ../shared/data/pcap "$(command -v gst-launch-1.0)" \
+  cpu streams zerocopy graph persistent
 run csv-identical sh -c "for m in streams zerocopy graph persistent; do cmp $LOGS/cpu.csv $LOGS/\$m.csv || exit 1; done; echo all modes identical to cpu"
 rm -f "$LOGS"/*.csv
 fi
