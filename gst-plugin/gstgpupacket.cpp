@@ -7,6 +7,9 @@
 #include <gst/gst.h>
 
 #include "gstgpupacketproc.h"
+#if HAVE_FIXBUF
+#include "gstipfixsink.h"
+#endif
 #include "gstpacketresultenc.h"
 #include "gstpackettestsrc.h"
 #include "gstpcapsink.h"
@@ -22,6 +25,9 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (packetresultenc, plugin);
   ok |= GST_ELEMENT_REGISTER (pcapsink, plugin);
   ok |= GST_ELEMENT_REGISTER (packettestsrc, plugin);
+#if HAVE_FIXBUF
+  ok |= GST_ELEMENT_REGISTER (ipfixsink, plugin);
+#endif
   return ok;
 }
 

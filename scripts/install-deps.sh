@@ -5,15 +5,17 @@
 # Runs apt-get as root or through sudo, quietly: its output goes to a log that
 # is shown only if it fails.
 set -eu
-# Build and run: the plugin, its examples and the sample generator.
+# Build and run: the plugin, its examples and the sample generator; libfixbuf
+# for ipfixsink (IPFIX export).
 demo_packages="build-essential pkg-config meson ninja-build python3
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
-  gstreamer1.0-tools gstreamer1.0-plugins-base libpcap-dev"
+  gstreamer1.0-tools gstreamer1.0-plugins-base libpcap-dev libfixbuf-dev"
 # Tests and benchmarks: GoogleTest, tshark (the parsing oracle), tcpdump and
 # tcpreplay, iproute2 and procps (sysctl) for the live tests' namespaces,
 # PyGObject for the Python example, DPDK and Hyperscan (the CPU peers),
-# matplotlib (the plots), clang and its libFuzzer runtime (the fuzz harnesses).
-test_packages="libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2 procps
+# matplotlib (the plots), clang and its libFuzzer runtime (the fuzz harnesses),
+# nfdump (nfcapd, the IPFIX collector ipfixsink is tested against).
+test_packages="libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2 procps nfdump
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-matplotlib clang libclang-rt-14-dev"
 packages=$demo_packages
