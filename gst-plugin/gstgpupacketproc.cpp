@@ -596,9 +596,9 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
         /* The task retires what the GPU still holds, discarding it. */
         st->results.stop_flushing ();
         gst_gpu_packet_proc_idle_engine (self);
+        st->flows.flushed ();   /* nothing in flight: the task is paused */
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
-        st->flows.flushed ();
       }
       gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
