@@ -106,7 +106,9 @@ TEST(CommunityId, SpecTables) {
                  row.dst + " " + std::to_string(row.sport) + "/" + std::to_string(row.dport));
     EXPECT_EQ(row.deflt, id(r, 0));
     EXPECT_EQ(row.seed1, id(r, 1));
-    if (row.nob64) EXPECT_EQ(row.nob64, hex_id(r, 0));
+    if (row.nob64) {
+      EXPECT_EQ(row.nob64, hex_id(r, 0));
+    }
   }
 }
 
