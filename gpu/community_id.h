@@ -25,6 +25,8 @@
 namespace gpp {
 
 constexpr int kCommunityIdDigestBytes = 20;
+// The spec's default seed: the elements' community-id-seed default.
+constexpr uint16_t kDefaultCommunityIdSeed = 0;
 // "1:" + 28 base64 characters + NUL.
 constexpr int kCommunityIdTextBytes = 2 + 28 + 1;
 

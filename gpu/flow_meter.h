@@ -16,17 +16,21 @@
 
 namespace gpp {
 
+// Defaults, also of gpupacketproc's flow-* properties: YAF's timeouts.
+constexpr uint32_t kDefaultMaxFlows = 1u << 20;
+constexpr uint32_t kDefaultFlowIdleTimeoutS = 300;
+constexpr uint32_t kDefaultFlowActiveTimeoutS = 1800;
+
 struct FlowSettings {
   // Flows tracked at once; the table has twice as many slots (rounded up to
   // a power of two).
-  uint32_t max_flows = 1u << 20;
-  // YAF's defaults: 300 s idle, 1800 s active.
-  uint64_t idle_timeout_ns = 300ull * 1000000000ull;
-  uint64_t active_timeout_ns = 1800ull * 1000000000ull;
+  uint32_t max_flows = kDefaultMaxFlows;
+  uint64_t idle_timeout_ns = kDefaultFlowIdleTimeoutS * 1000000000ull;
+  uint64_t active_timeout_ns = kDefaultFlowActiveTimeoutS * 1000000000ull;
   // Timeouts are checked when packet time has moved on this much since the
   // last check (and whenever the table is nearly full).
   uint64_t sweep_interval_ns = 1000000000ull;
-  uint16_t community_id_seed = 0;
+  uint16_t community_id_seed = kDefaultCommunityIdSeed;
   unsigned threads = 1;
 };
 

@@ -35,7 +35,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
 
 #define DEFAULT_FORMAT GST_PACKET_RESULT_ENC_FORMAT_CSV
 #define DEFAULT_HEADER TRUE
-#define DEFAULT_COMMUNITY_ID_SEED 0
+#define DEFAULT_COMMUNITY_ID_SEED gpp::kDefaultCommunityIdSeed
 
 enum
 {
