@@ -119,9 +119,6 @@ public:
 class StreamOrderedMemory {
 public:
   StreamOrderedMemory() = default;
-  StreamOrderedMemory(size_t bytes, cudaStream_t stream) : stream_(stream), bytes_(bytes) {
-    if (bytes) GPP_CUDA_TRY(cudaMallocAsync(&ptr_, bytes, stream));
-  }
   StreamOrderedMemory(StreamOrderedMemory &&o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_), bytes_(std::exchange(o.bytes_, 0)) {}
   StreamOrderedMemory &operator=(StreamOrderedMemory &&o) noexcept {
@@ -133,8 +130,8 @@ public:
   ~StreamOrderedMemory() {
     if (ptr_) cuda_release(cudaFreeAsync(ptr_, stream_));
   }
-  // Per-batch form: makes room for at least `bytes` on `stream` (what was
-  // there is lost), returning the CUDA status instead of throwing.
+  // Makes room for at least `bytes` on `stream` (what was there is lost);
+  // the CUDA status, no exception (per-batch paths use it too).
   cudaError_t reserve(size_t bytes, cudaStream_t stream) {
     if (bytes <= bytes_ && stream == stream_) return cudaSuccess;
     *this = StreamOrderedMemory(); // free first: lower peak use

@@ -49,9 +49,12 @@ void FlowMeter::add(const GppResult *records, uint32_t count) {
       });
     for (auto &th : pool) th.join();
   }
-  // The first-packet fields, once every packet of the batch has been counted.
-  for (uint32_t i = 0; i < count; ++i)
+  // The first-packet fields, once every packet of the batch has been
+  // counted; and the latest packet time.
+  for (uint32_t i = 0; i < count; ++i) {
     if (slot_of_[i] != kNoSlot) flow_first_packet(view_, records[i], slot_of_[i]);
+    now_ns_ = std::max(now_ns_, records[i].timestamp_ns);
+  }
   for (const FlowCounters &c : partial) {
     counters_.packets_not_ip += c.packets_not_ip;
     counters_.packets_untracked += c.packets_untracked;
@@ -59,7 +62,6 @@ void FlowMeter::add(const GppResult *records, uint32_t count) {
   }
   counters_.packets += count;
   counters_.active_flows = counters_.flows_created - counters_.flows_ended;
-  for (uint32_t i = 0; i < count; ++i) now_ns_ = std::max(now_ns_, records[i].timestamp_ns);
 }
 
 template <typename Reason>

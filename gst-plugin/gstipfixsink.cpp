@@ -24,11 +24,11 @@
 
 #include <fixbuf/public.h>
 
-#include <chrono>
 #include <cstring>
 #include <string>
 
 #include "gpupacket/flow-record.h"
+#include "packet_core.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_ipfix_sink_debug);
 #define GST_CAT_DEFAULT gst_ipfix_sink_debug
@@ -125,7 +125,7 @@ struct _GstIpfixSink
   fbSession_t *session;
   uint16_t tid4, tid6;
   gboolean network;
-  std::chrono::steady_clock::time_point *templates_sent;
+  gint64 templates_sent_us;     /* g_get_monotonic_time () */
   guint64 records, failed_sends;
   gboolean warned;              /* about the current run of failed sends */
 };
@@ -246,7 +246,7 @@ gst_ipfix_sink_start_body (GstBaseSink * sink)
       return FALSE;
     }
   }
-  *self->templates_sent = std::chrono::steady_clock::now ();
+  self->templates_sent_us = g_get_monotonic_time ();
   self->records = self->failed_sends = 0;
   self->warned = FALSE;
   return TRUE;
@@ -336,10 +336,10 @@ gst_ipfix_sink_render_body (GstBaseSink * sink, GstBuffer * buffer)
   GST_OBJECT_LOCK (self);
   const guint refresh = self->template_refresh;
   GST_OBJECT_UNLOCK (self);
-  const auto now = std::chrono::steady_clock::now ();
+  const gint64 now = g_get_monotonic_time ();
   if (self->network && self->transport == GST_IPFIX_SINK_TRANSPORT_UDP &&
-      now - *self->templates_sent >= std::chrono::seconds (refresh)) {
-    *self->templates_sent = now;
+      now - self->templates_sent_us >= (gint64) refresh * G_USEC_PER_SEC) {
+    self->templates_sent_us = now;
     if (!fbSessionExportTemplates (self->session, &err))
       ok = gst_ipfix_sink_send_failed (self, err);
   }
@@ -363,8 +363,8 @@ gst_ipfix_sink_render_body (GstBaseSink * sink, GstBuffer * buffer)
         IpfixFlow4 r;
         fill_common (r, f, dir);
         const uint8_t *a = dir ? f.dst : f.src, *b = dir ? f.src : f.dst;
-        r.src = (uint32_t (a[0]) << 24) | (uint32_t (a[1]) << 16) | (uint32_t (a[2]) << 8) | a[3];
-        r.dst = (uint32_t (b[0]) << 24) | (uint32_t (b[1]) << 16) | (uint32_t (b[2]) << 8) | b[3];
+        r.src = gpp::detail::load_be32 (a);
+        r.dst = gpp::detail::load_be32 (b);
         appended = fBufAppend (self->fbuf, reinterpret_cast<uint8_t *> (&r), sizeof r, &err);
       } else {
         IpfixFlow6 r;
@@ -472,7 +472,6 @@ gst_ipfix_sink_finalize (GObject * object)
   gst_ipfix_sink_free_export (self);
   g_free (self->host);
   g_free (self->location);
-  delete self->templates_sent;
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -532,7 +531,6 @@ gst_ipfix_sink_init (GstIpfixSink * self)
   self->location = g_strdup (DEFAULT_LOCATION);
   self->observation_domain = DEFAULT_OBSERVATION_DOMAIN;
   self->template_refresh = DEFAULT_TEMPLATE_REFRESH;
-  self->templates_sent = new std::chrono::steady_clock::time_point ();
   /* Records carry their own times: render as they come. */
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
 }

@@ -128,14 +128,32 @@ hex (unsigned value, int digits)
   return buf;
 }
 
+/* An IPv4 or IPv6 address as text (IPv6 in RFC 5952 form). */
+static Field
+address_text (uint8_t ip_version, const uint8_t * addr)
+{
+  char buf[INET6_ADDRSTRLEN];
+  inet_ntop (ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
+  return Field::string (buf);
+}
+
 static Field
 address_field (const GppResult & r, const uint8_t * addr)
 {
-  char buf[INET6_ADDRSTRLEN];
-  if (!(r.ip_flags & GPP_IP_HEADER_PARSED))
-    return Field ();
-  inet_ntop (r.ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
-  return Field::string (buf);
+  return (r.ip_flags & GPP_IP_HEADER_PARSED) ? address_text (r.ip_version, addr) : Field ();
+}
+
+/* Nanoseconds as seconds.nanoseconds. */
+static Field
+seconds_field (guint64 ns)
+{
+  Field f;
+  char buf[32];
+  g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, ns / GST_SECOND,
+      ns % GST_SECOND);
+  f.kind = Field::NUMBER;
+  f.text = buf;
+  return f;
 }
 
 static Field
@@ -257,13 +275,7 @@ static const Column<GppResult> columns[] = {
   {"rss", [](const GppResult & r, const ColumnContext &) { return Field::string (hex (r.rss_hash, 8)); }},
   {"status", [](const GppResult & r, const ColumnContext &) { return status_field (r.status); }},
   {"timestamp", [](const GppResult & r, const ColumnContext &) {
-      Field f;
-      char buf[32];
-      g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT,
-          r.timestamp_ns / GST_SECOND, r.timestamp_ns % GST_SECOND);
-      f.kind = Field::NUMBER;
-      f.text = buf;
-      return f; }},
+      return seconds_field (r.timestamp_ns); }},
   {"caplen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.caplen); }},
   {"wirelen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.wirelen); }},
   {"ttl", [](const GppResult & r, const ColumnContext &) {
@@ -293,26 +305,6 @@ static const Column<GppResult> columns[] = {
   {"community_id", community_id_field},
 };
 
-static Field
-seconds_field (guint64 ns)
-{
-  Field f;
-  char buf[32];
-  g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, ns / GST_SECOND,
-      ns % GST_SECOND);
-  f.kind = Field::NUMBER;
-  f.text = buf;
-  return f;
-}
-
-static Field
-flow_address (const GppFlowRecord & f, const uint8_t * addr)
-{
-  char buf[INET6_ADDRSTRLEN];
-  inet_ntop (f.ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
-  return Field::string (buf);
-}
-
 static bool
 flow_is_icmp (const GppFlowRecord & f)
 {
@@ -326,11 +318,11 @@ static const Column<GppFlowRecord> flow_columns[] = {
   {"ts", [](const GppFlowRecord & f, const ColumnContext &) {
       return seconds_field (f.start_ns); }},
   {"id.orig_h", [](const GppFlowRecord & f, const ColumnContext &) {
-      return flow_address (f, f.src); }},
+      return address_text (f.ip_version, f.src); }},
   {"id.orig_p", [](const GppFlowRecord & f, const ColumnContext &) {
       return Field::number (flow_is_icmp (f) ? f.dport >> 8 : f.sport); }},
   {"id.resp_h", [](const GppFlowRecord & f, const ColumnContext &) {
-      return flow_address (f, f.dst); }},
+      return address_text (f.ip_version, f.dst); }},
   {"id.resp_p", [](const GppFlowRecord & f, const ColumnContext &) {
       return Field::number (flow_is_icmp (f) ? f.dport & 0xff : f.dport); }},
   {"proto", [](const GppFlowRecord & f, const ColumnContext &) {

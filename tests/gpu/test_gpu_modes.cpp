@@ -708,18 +708,6 @@ public:
     return s;
   }
 
-  // The mode property's value, by name.
-  std::string mode() {
-    GParamSpec *spec = g_object_class_find_property(G_OBJECT_GET_CLASS(element), "mode");
-    gint value = 0;
-    g_object_get(element, "mode", &value, nullptr);
-    auto *klass = static_cast<GEnumClass *>(g_type_class_ref(spec->value_type));
-    const GEnumValue *v = g_enum_get_value(klass, value);
-    std::string name = v ? v->value_nick : "?";
-    g_type_class_unref(klass);
-    return name;
-  }
-
   // Error (and warning) messages on the bus so far, joined; "" when none.
   std::string take_errors() {
     std::string out;
