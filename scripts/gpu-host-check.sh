@@ -88,7 +88,8 @@ fi
 if want peers; then
   # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
   # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
-  #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0
+  #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0 libfixbuf9
+  # (libfixbuf9 for the plugin itself: ipfixsink links it)
   # Every worker pinned to its own core; rte_acl cross-checked against dpdk-test-acl.
   if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
     test_acl=()
