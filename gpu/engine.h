@@ -16,6 +16,8 @@
 
 namespace gpp {
 
+class FlowStore; // flow_meter.h
+
 enum class Mode : int { Cpu = 0, Streams = 1, ZeroCopy = 2, Graph = 3, Persistent = 4 };
 
 // The one table of modes: the element's enum (its nicks and gst-inspect
@@ -96,6 +98,9 @@ struct EngineSettings {
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
   WaitStrategy wait = WaitStrategy::Spin;
   size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch
+  // streams: false leaves the records on the device (no copy back), for
+  // runs that want only what the batches leave there (a flow table).
+  bool records_to_host = true;
 };
 
 // Whether an engine made with `a` for `mode` would differ from one made with
@@ -103,7 +108,8 @@ struct EngineSettings {
 inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
   if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
-         a.persistent_blocks == b.persistent_blocks && a.wait == b.wait;
+         a.persistent_blocks == b.persistent_blocks && a.wait == b.wait &&
+         a.records_to_host == b.records_to_host;
 }
 
 // Bytes moved between host and device, by copy engines or by kernels reading
@@ -139,6 +145,15 @@ public:
     (void)error;
     return true;
   }
+  // Flow metering where the batches run: from the next submit on, every
+  // batch counts its records into `store` before it completes (the batch's
+  // own kernels, in submission order).  `store` must come from
+  // make_device_flow_store(flow_device()).  False when this engine cannot
+  // (cpu): the caller then meters results on the host.  nullptr detaches.
+  virtual bool attach_flows(FlowStore *store) { return store == nullptr; }
+  // The device whose memory a flow table for this engine belongs in, or -1
+  // (host memory: cpu).
+  virtual int flow_device() const { return -1; }
   // Safe to call from any thread.
   virtual GpuCounters counters() const = 0;
   // GPU-side time of the batch wait_oldest() last returned, in ns, where the
@@ -163,6 +178,12 @@ inline std::unique_ptr<Engine> make_engine(Mode mode, const EngineSettings &sett
   return mode == Mode::Cpu ? make_cpu_engine(settings.cpu_threads)
                            : make_gpu_engine(mode, settings, error);
 }
+
+// A flow table of `capacity` slots in device memory (flow_meter.h's
+// FlowStore), for the engines of `device_id`; nullptr with a message on
+// failure.
+std::unique_ptr<FlowStore> make_device_flow_store(int device_id, uint32_t capacity,
+                                                  std::string *error);
 
 // Device memory in use on `device_id` (total - free), for leak checks; -1 if unknown.
 int64_t device_memory_used(int device_id);

@@ -1,5 +1,7 @@
 #include "flow_kernels.h"
 
+#include <algorithm>
+
 namespace gpp {
 namespace {
 
@@ -25,7 +27,91 @@ __global__ void flow_first_kernel(FlowTableView table, const GppResult *records,
   if (i < count && slot_of[i] != kNoSlot) flow_first_packet(table, records[i], slot_of[i]);
 }
 
+// Enough blocks to fill an H200 a few times over; each walks the table in
+// strides.
+constexpr uint32_t kSweepBlocks = 1024, kSweepThreads = 256;
+
+__global__ void flow_end_kernel(FlowTableView table, FlowEndRule rule, uint16_t seed,
+                                GppFlowRecord *out, uint32_t capacity, uint32_t *out_count) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < table.capacity;
+       i += gridDim.x * blockDim.x) {
+    FlowSlot &s = table.slots[i];
+    if (s.state != kFlowLive) continue;
+    const uint8_t why = flow_end_reason(s, rule);
+    if (!why) continue;
+    const uint32_t at = atomicAdd(out_count, 1u);
+    if (at >= capacity) continue; // the next launch takes it
+    GppFlowRecord rec;
+    flow_record(s, why, seed, rec);
+    out[at] = rec;
+    s.state = kFlowDead;
+  }
+}
+
+__global__ void flow_ages_kernel(FlowTableView table, FlowAge *out, uint32_t *out_count) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < table.capacity;
+       i += gridDim.x * blockDim.x) {
+    const FlowSlot &s = table.slots[i];
+    if (s.state == kFlowLive) out[atomicAdd(out_count, 1u)] = FlowAge{s.end_ns, s.first};
+  }
+}
+
+__global__ void flow_reinsert_kernel(FlowTableView from, FlowTableView to) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < from.capacity;
+       i += gridDim.x * blockDim.x)
+    if (from.slots[i].state == kFlowLive) flow_reinsert(to, from.slots[i]);
+}
+
+// Bounded like the host's wait for an answer: a kernel that died must not
+// hold the table's stream (and whoever syncs it) forever; the engine has
+// reported that batch's failure by then.
+constexpr uint64_t kFlowWaitLimitNs = 10ull * 1000 * 1000 * 1000;
+
+__device__ uint64_t global_time_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void flow_wait_kernel(const uint64_t *word, uint64_t value) {
+  const uint64_t start = global_time_ns();
+  while (*reinterpret_cast<const volatile uint64_t *>(word) < value &&
+         global_time_ns() - start < kFlowWaitLimitNs)
+    __nanosleep(200);
+  __threadfence_system(); // what was written before the word, seen after it
+}
+
+uint32_t sweep_blocks(uint32_t slots) {
+  return std::min(kSweepBlocks, (slots + kSweepThreads - 1) / kSweepThreads);
+}
+
 } // namespace
+
+cudaError_t launch_flow_end(const FlowTableView &table, const FlowEndRule &rule, uint16_t seed,
+                            GppFlowRecord *out, uint32_t capacity, uint32_t *out_count,
+                            cudaStream_t stream) {
+  flow_end_kernel<<<sweep_blocks(table.capacity), kSweepThreads, 0, stream>>>(
+      table, rule, seed, out, capacity, out_count);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_flow_ages(const FlowTableView &table, FlowAge *out, uint32_t *out_count,
+                             cudaStream_t stream) {
+  flow_ages_kernel<<<sweep_blocks(table.capacity), kSweepThreads, 0, stream>>>(table, out,
+                                                                               out_count);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView &to,
+                                 cudaStream_t stream) {
+  flow_reinsert_kernel<<<sweep_blocks(from.capacity), kSweepThreads, 0, stream>>>(from, to);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_flow_wait(const uint64_t *word, uint64_t value, cudaStream_t stream) {
+  flow_wait_kernel<<<1, 1, 0, stream>>>(word, value);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_flow_update(const FlowTableView &table, const GppResult *records,
                                uint32_t count, uint32_t *slot_of, FlowLaunchCounts *counts,

@@ -1,5 +1,6 @@
 // The flow table on a CUDA device: gpu/flow_table.h's update, one thread per
-// packet, then its first-packet pass, on one stream.  Host-callable.
+// packet, then its first-packet pass; and the whole-table steps of a sweep,
+// one thread per slot.  Host-callable, asynchronous on `stream`.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -23,5 +24,28 @@ struct FlowLaunchCounts {
 [[nodiscard]] cudaError_t launch_flow_update(const FlowTableView &table, const GppResult *records,
                                              uint32_t count, uint32_t *slot_of,
                                              FlowLaunchCounts *counts, cudaStream_t stream);
+
+// Ends the live flows `rule` ends, writing their records to out[0..capacity)
+// in no particular order; *out_count (zeroed by the caller) counts every flow
+// that qualified, so a count above `capacity` means a second launch finds
+// the rest (those past capacity stay live).
+[[nodiscard]] cudaError_t launch_flow_end(const FlowTableView &table, const FlowEndRule &rule,
+                                          uint16_t community_id_seed, GppFlowRecord *out,
+                                          uint32_t capacity, uint32_t *out_count,
+                                          cudaStream_t stream);
+
+// The ages of the live flows into out[] (room for every live flow);
+// *out_count (zeroed by the caller) says how many.
+[[nodiscard]] cudaError_t launch_flow_ages(const FlowTableView &table, FlowAge *out,
+                                           uint32_t *out_count, cudaStream_t stream);
+
+// Inserts the live flows of `from` into the empty table `to`.
+[[nodiscard]] cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView &to,
+                                               cudaStream_t stream);
+
+// Holds `stream` until the 64-bit word at `word` (device-visible memory,
+// e.g. a persistent kernel's answer in mapped host memory) reaches `value`.
+[[nodiscard]] cudaError_t launch_flow_wait(const uint64_t *word, uint64_t value,
+                                           cudaStream_t stream);
 
 } // namespace gpp

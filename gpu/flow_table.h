@@ -315,6 +315,56 @@ GPP_HOST_DEVICE inline uint8_t flow_end_reason(const FlowSlot &s, uint64_t now,
   return 0;
 }
 
+// Where a flow stands in line for eviction: the flow idle longest first
+// (its last packet), then the one whose first packet came first.  A total
+// order (a packet belongs to one flow), so the flows a full table evicts do
+// not depend on where in the table they sit, or on which thread was first.
+struct FlowAge {
+  uint64_t end_ns, first;
+};
+
+GPP_HOST_DEVICE inline bool flow_age_at_most(const FlowAge &a, const FlowAge &b) {
+  return a.end_ns < b.end_ns || (a.end_ns == b.end_ns && a.first <= b.first);
+}
+
+// Which flows a sweep ends: those whose time has come, all of them (end of
+// stream), or the oldest up to a cut-off age (a full table).  Plain data, so
+// the host's loop and a GPU kernel read the same rule.
+struct FlowEndRule {
+  enum Kind : uint32_t { kTimedOut = 0, kAll = 1, kOldest = 2 };
+  Kind kind;
+  uint64_t now;          // kTimedOut: the latest packet time seen
+  FlowTimeouts timeouts; // kTimedOut
+  FlowAge cutoff;        // kOldest: flows of this age or older end
+};
+
+// Why `rule` ends a live flow, or 0.
+GPP_HOST_DEVICE inline uint8_t flow_end_reason(const FlowSlot &s, const FlowEndRule &rule) {
+  switch (rule.kind) {
+    case FlowEndRule::kTimedOut: return flow_end_reason(s, rule.now, rule.timeouts);
+    case FlowEndRule::kAll: return GPP_FLOW_END_FORCED;
+    case FlowEndRule::kOldest:
+      return flow_age_at_most(FlowAge{s.end_ns, s.first}, rule.cutoff) ? GPP_FLOW_END_NO_ROOM : 0;
+  }
+  return 0;
+}
+
+// Puts a live flow into a fresh table (a rebuild drops tombstones): the
+// first free slot from its hash on.  Keys are unique, so there is nothing
+// to compare; any number of threads may insert at once.
+GPP_HOST_DEVICE inline void flow_reinsert(const FlowTableView &t, const FlowSlot &flow) {
+  const uint32_t mask = t.capacity - 1;
+  for (uint32_t probe = 0; probe < t.capacity; ++probe) {
+    FlowSlot &d = t.slots[(flow.hash + probe) & mask];
+    if (flow_claim(&d.state, kFlowEmpty, kFlowClaimed)) {
+      d = flow;
+      d.state = kFlowClaimed;
+      flow_publish_state(&d.state, kFlowLive);
+      return;
+    }
+  }
+}
+
 // The record of a flow ending for `reason`, Community ID with `seed`.
 GPP_HOST_DEVICE inline void flow_record(const FlowSlot &s, uint8_t reason, uint16_t seed,
                                         GppFlowRecord &rec) {

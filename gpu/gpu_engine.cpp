@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda_util.h"
+#include "device_flow_store.h"
 #include "engine.h"
 #include "first_fit_arena.h"
 #include "packet_kernels.h"
@@ -138,7 +139,7 @@ public:
   static constexpr size_t kPresizeBytes = 8u << 20;
 
   StreamEngine(Mode mode, const EngineSettings &s)
-      : mode_(mode), wait_(s.wait), device_(s.device_id) {
+      : mode_(mode), wait_(s.wait), device_(s.device_id), records_to_host_(s.records_to_host) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     const unsigned count = std::max(1u, s.num_streams);
@@ -160,6 +161,13 @@ public:
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return static_cast<unsigned>(slots_.size()); }
   GpuCounters counters() const override { return counters_.get(); }
+  int flow_device() const override { return device_; }
+  bool attach_flows(FlowStore *store) override {
+    auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
+    if (store && (!device_store || device_store->device() != device_)) return false;
+    flows_ = device_store;
+    return true;
+  }
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
@@ -176,8 +184,11 @@ public:
     if (count == 0) {
       // Nothing to compute; the event still marks the slot's place in order.
     } else if (mode_ == Mode::ZeroCopy) {
+      // The kernel wrote the records to pinned host memory, which the flow
+      // update reads where they lie.
       ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, results, st),
-                   "launching the zero-copy kernel", error);
+                   "launching the zero-copy kernel", error) &&
+           count_flows(st, results, count, error);
     } else {
       // Device buffers grow to the largest batch seen (the slot is idle here).
       ok = cuda_ok(slot.batch.reserve(batch_size, st), "growing a slot's batch buffer", error) &&
@@ -190,17 +201,20 @@ public:
              cuda_ok(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
                                           slot.results.get<GppResult>(), st),
                      "launching the kernel", error) &&
-             cuda_ok(cudaMemcpyAsync(results, slot.results.get(), results_size,
-                                     cudaMemcpyDeviceToHost, st),
-                     "copying results to the host", error);
+             count_flows(st, slot.results.get<GppResult>(), count, error) &&
+             (!records_to_host_ ||
+              cuda_ok(cudaMemcpyAsync(results, slot.results.get(), results_size,
+                                      cudaMemcpyDeviceToHost, st),
+                      "copying results to the host", error));
       else if (ok)
         ok = replay_graph(slot, batch, batch_size, count, device_cfg, results, results_size,
-                          error);
+                          error) &&
+             count_flows(st, slot.results.get<GppResult>(), count, error);
     }
     if (!ok || !cuda_ok(cudaEventRecord(slot.done.get(), st), "cudaEventRecord", error))
       return false;
     // Copy engines (streams, graph) or the kernel over PCIe (zerocopy) move these.
-    counters_.add(batch_size, results_size);
+    counters_.add(batch_size, records_to_host_ ? results_size : 0);
     ++head_; // only a started batch takes a place in the order
     return true;
   }
@@ -212,6 +226,14 @@ public:
   }
 
 private:
+  // With a flow table attached: the batch's records (device-readable) count
+  // into it before the rest of the slot's work (copy out, completion).
+  bool count_flows(cudaStream_t st, const GppResult *records, uint32_t count,
+                   std::string *error) {
+    return !flows_ || cuda_ok(flows_->update_after(st, records, count),
+                              "counting a batch into the GPU flow table", error);
+  }
+
   // Waits for every batch in flight (before the ACL blob they read goes away).
   bool quiesce(std::string *error) {
     for (auto &slot : slots_)
@@ -270,10 +292,12 @@ private:
   Mode mode_;
   WaitStrategy wait_;
   int device_;
+  bool records_to_host_; // streams
   DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
   AtomicCounters counters_;
+  DeviceFlowStore *flows_ = nullptr;
 };
 
 // ---- persistent ---------------------------------------------------------
@@ -289,6 +313,7 @@ public:
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
     int sms = 0;
     GPP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device_id));
+    sms_ = static_cast<unsigned>(sms);
     blocks_ = s.persistent_blocks ? s.persistent_blocks : static_cast<unsigned>(sms);
     if (blocks_ > max_blocks)
       throw std::runtime_error("persistent-blocks=" + std::to_string(blocks_) +
@@ -327,6 +352,28 @@ public:
   Mode mode() const override { return Mode::Persistent; }
   unsigned slots() const override { return slots_; }
   GpuCounters counters() const override { return counters_.get(); }
+  int flow_device() const override { return device_; }
+  bool attach_flows(FlowStore *store) override {
+    auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
+    if (store && (!device_store || device_store->device() != device_)) return false;
+    // The flow kernels run beside the resident one: with more than one
+    // resident block a multiprocessor may have no room left for them.
+    if (device_store && blocks_ > sms_) return false;
+    if (device_store && flow_done_.empty()) {
+      try {
+        GPP_CUDA_TRY(cudaSetDevice(device_));
+        const unsigned flags = cudaEventDisableTiming |
+                               (wait_ == WaitStrategy::Block ? cudaEventBlockingSync : 0);
+        for (unsigned i = 0; i < slots_; ++i) flow_done_.emplace_back(flags);
+        flow_pending_.assign(slots_, 0);
+      } catch (const CudaError &) {
+        flow_done_.clear();
+        return false;
+      }
+    }
+    flows_ = device_store;
+    return true;
+  }
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
@@ -360,8 +407,20 @@ public:
     const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
     if (!running_ && !start_kernel(device_cfg, acl_tuples, error)) return false;
 
-    post(head_++, count, static_cast<uint32_t>(batch_size),
+    const uint64_t ticket = head_++;
+    post(ticket, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
+    if (flows_) {
+      // The table's stream waits for the kernel's answer, then counts the
+      // records where the kernel wrote them (pinned host memory).
+      const unsigned slot = ticket % slots_;
+      flow_pending_[slot] = 1;
+      if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error) ||
+          !cuda_ok(flows_->update_when(&device_control_->jobs[slot].answer.done, ticket + 1,
+                                       results, count, flow_done_[slot].get()),
+                   "counting a batch into the GPU flow table", error))
+        return false;
+    }
     counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
     return true;
   }
@@ -382,6 +441,11 @@ public:
     if (job_error != kPersistentOk) {
       *error = "persistent kernel refused a batch (error " + std::to_string(job_error) + ")";
       return false;
+    }
+    const unsigned slot = ticket % slots_;
+    if (!flow_pending_.empty() && flow_pending_[slot]) {
+      flow_pending_[slot] = 0;
+      return wait_event(flow_done_[slot].get(), wait_, error);
     }
     return true;
   }
@@ -526,6 +590,7 @@ private:
   int device_;
   DeviceSets sets_;
   unsigned blocks_ = 0;
+  unsigned sms_ = 0;
   unsigned slots_ = 0;
   unsigned idle_sleep_ns_ = 0;
   Stream stream_;
@@ -540,6 +605,9 @@ private:
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   std::atomic<uint32_t> last_device_ns_{0};
   AtomicCounters counters_;
+  DeviceFlowStore *flows_ = nullptr;
+  std::vector<Event> flow_done_;     // per slot: its batch's flow update done
+  std::vector<uint8_t> flow_pending_; // per slot: wait_oldest waits for flow_done_
 };
 
 } // namespace

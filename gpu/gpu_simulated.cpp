@@ -40,6 +40,7 @@
 #include "cpu_engine.h"
 #include "engine.h"
 #include "first_fit_arena.h"
+#include "flow_meter.h"
 
 namespace gpp {
 namespace {
@@ -66,6 +67,61 @@ Fault fault_from_env() {
   return f;
 }
 
+// The simulated device's flow table: a host table that the worker counts
+// each batch into before the batch completes, and whose whole-table steps
+// wait, like a device stream, for the updates queued before them.
+class SimFlowStore final : public FlowStore {
+public:
+  explicit SimFlowStore(uint32_t capacity) : table_(capacity, 1) {}
+
+  // A batch was submitted: its update is on the way.
+  void queued() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++pending_;
+  }
+  // The batch's update, in submission order (one worker).
+  void update(const GppResult *records, uint32_t count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    table_.add(records, count);
+    --pending_;
+    settled_.notify_all();
+  }
+
+  int device() const override { return 0; }
+  uint32_t capacity() const override { return table_.capacity(); }
+  bool settle(FlowCounters &c, std::string *error) override {
+    return with_table([&] { return table_.settle(c, error); });
+  }
+  bool end_flows(const FlowEndRule &rule, uint16_t seed, std::vector<GppFlowRecord> &out,
+                 std::string *error) override {
+    return with_table([&] { return table_.end_flows(rule, seed, out, error); });
+  }
+  bool live_ages(std::vector<FlowAge> &out, std::string *error) override {
+    return with_table([&] { return table_.live_ages(out, error); });
+  }
+  bool rebuild(std::string *error) override {
+    return with_table([&] { return table_.rebuild(error); });
+  }
+  bool read_slots(std::vector<FlowSlot> &out, std::string *error) override {
+    return with_table([&] { return table_.read_slots(out, error); });
+  }
+  bool write_slots(const std::vector<FlowSlot> &slots, std::string *error) override {
+    return with_table([&] { return table_.write_slots(slots, error); });
+  }
+
+private:
+  template <typename Step> bool with_table(Step step) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    settled_.wait(lock, [this] { return pending_ == 0; });
+    return step();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable settled_;
+  unsigned pending_ = 0;
+  HostFlowStore table_;
+};
+
 class SimulatedEngine final : public Engine {
 public:
   SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault, bool instant)
@@ -79,10 +135,21 @@ public:
     }
     changed_.notify_all();
     worker_.join();
+    // Batches never run: their flow updates are not coming.
+    for (const Job &job : jobs_)
+      if (!job.done && job.flows) job.flows->update(nullptr, 0);
   }
 
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return slots_; }
+  int flow_device() const override { return 0; }
+  bool attach_flows(FlowStore *store) override {
+    auto *sim_store = dynamic_cast<SimFlowStore *>(store);
+    if (store && !sim_store) return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    flows_ = sim_store;
+    return true;
+  }
   GpuCounters counters() const override {
     std::lock_guard<std::mutex> lock(mutex_);
     return counters_;
@@ -101,8 +168,12 @@ public:
       *error = "simulated fault: submit " + std::to_string(submits_) + " failed";
       return false;
     }
-    if (instant_) process_batch_range(batch, cfg, results, 0, count);
-    jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_});
+    if (flows_) flows_->queued();
+    if (instant_) {
+      process_batch_range(batch, cfg, results, 0, count);
+      if (flows_) flows_->update(results, count);
+    }
+    jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_, flows_});
     counters_.bytes_h2d += batch_size;
     counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
     if (!instant_) changed_.notify_all(); // the worker has nothing to do for instant ones
@@ -144,6 +215,7 @@ private:
     uint32_t count;
     bool done;
     unsigned long submit_index;
+    SimFlowStore *flows; // counts the batch before it is done
   };
 
   // Finishes jobs in order, each after 0..200 us, like a GPU queue would.
@@ -157,6 +229,7 @@ private:
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
       process_batch_range(job.batch, job.cfg, job.results, 0, job.count);
+      if (job.flows) job.flows->update(job.results, job.count);
       lock.lock();
       next_pending()->done = true;
       changed_.notify_all();
@@ -179,6 +252,7 @@ private:
   std::condition_variable changed_;
   std::deque<Job> jobs_;
   GpuCounters counters_;
+  SimFlowStore *flows_ = nullptr;
   bool stopping_ = false;
   std::thread worker_;
 };
@@ -219,6 +293,12 @@ std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &setting
   const char *instant = std::getenv("GPP_SIM_INSTANT");
   return std::make_unique<SimulatedEngine>(mode, settings, fault,
                                            instant && std::strcmp(instant, "1") == 0);
+}
+
+std::unique_ptr<FlowStore> make_device_flow_store(int device_id, uint32_t capacity,
+                                                  std::string *error) {
+  if (!(*error = gpu_unavailable_reason(device_id)).empty()) return nullptr;
+  return std::make_unique<SimFlowStore>(capacity);
 }
 
 int64_t device_memory_used(int) { return 0; }

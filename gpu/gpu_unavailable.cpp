@@ -1,5 +1,6 @@
 // Builds without the CUDA toolkit: every GPU factory explains why it cannot help.
 #include "engine.h"
+#include "flow_meter.h"
 
 namespace gpp {
 
@@ -15,6 +16,11 @@ std::unique_ptr<HostArena> make_host_arena(int, size_t, HostMemoryKind, std::str
 }
 
 std::unique_ptr<Engine> make_gpu_engine(Mode, const EngineSettings &, std::string *error) {
+  *error = kNoCuda;
+  return nullptr;
+}
+
+std::unique_ptr<FlowStore> make_device_flow_store(int, uint32_t, std::string *error) {
   *error = kNoCuda;
   return nullptr;
 }

@@ -97,7 +97,8 @@ const std::vector<uint8_t> &TrafficGenerator::next() {
                          std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.acl_rate;
   const Flow f =
       from_rule ? flow_from_rule(spec_.acl->rules[matchable_rules_[rng_() % matchable_rules_.size()]])
-                : flows_[rng_() % flows_.size()];
+                : spec_.round_robin ? flows_[next_flow_++ % flows_.size()]
+                                    : flows_[rng_() % flows_.size()];
   // Rule-derived headers stay whole: a later fragment has no ports to match with.
   const bool fragment = !from_rule && spec_.profile == TrafficProfile::Mix &&
                         f.ip_version == 4 && rng_() % 50 == 0;

@@ -37,6 +37,9 @@ struct TrafficSpec {
   // > 0: the worst case for DPI: every TCP/UDP payload carries a pattern
   // about every dpi_every bytes (dpi_rate is then ignored).
   uint32_t dpi_every = 0;
+  // Flows in turn (0, 1, 2, ...) rather than drawn at random: `flows`
+  // packets then hold every flow once.
+  bool round_robin = false;
 };
 
 class TrafficGenerator {
@@ -62,6 +65,7 @@ private:
   TrafficSpec spec_;
   std::mt19937 rng_;
   std::vector<Flow> flows_;
+  size_t next_flow_ = 0; // round_robin
   std::vector<size_t> matchable_rules_; // rules a generated header can match
   std::vector<uint8_t> frame_;
 };

@@ -3,7 +3,9 @@
 void
 GppFlowOutput::start (const gpp::FlowSettings & settings)
 {
-  meter_.reset (new gpp::FlowMeter (settings));
+  settings_ = settings;
+  enabled_ = true;
+  meter_.reset ();
   segment_sent_ = false;
   dropped_ = 0;
   publish_counters ();
@@ -12,8 +14,56 @@ GppFlowOutput::start (const gpp::FlowSettings & settings)
 void
 GppFlowOutput::stop ()
 {
+  enabled_ = false;
   meter_.reset ();
   publish_counters ();
+}
+
+void
+GppFlowOutput::post_error (const char *what, const std::string & error)
+{
+  GstElement *parent = gst_pad_get_parent_element (pad_);
+  if (parent) {
+    GST_ELEMENT_ERROR (parent, RESOURCE, FAILED, ("%s", what), ("%s", error.c_str ()));
+    gst_object_unref (parent);
+  }
+}
+
+bool
+GppFlowOutput::place (gpp::Engine * engine)
+{
+  if (!enabled_) {
+    engine->attach_flows (nullptr);
+    return true;
+  }
+  const int device = engine->flow_device ();
+  const uint32_t slots = gpp::flow_table_slots (settings_.max_flows);
+  std::string error;
+  if (!meter_ || meter_->store ().device () != device) {
+    std::unique_ptr<gpp::FlowStore> store;
+    if (device >= 0)
+      store = gpp::make_device_flow_store (device, slots, &error);
+    else
+      store.reset (new gpp::HostFlowStore (slots, settings_.threads));
+    if (!store) {
+      post_error ("Could not make the flow table.", error);
+      return false;
+    }
+    if (!meter_) {
+      meter_.reset (new gpp::FlowMeter (settings_, std::move (store)));
+    } else if (!meter_->move_to (std::move (store), &error)) {
+      post_error ("Could not move the flow table to the new mode's memory.", error);
+      return false;
+    }
+  }
+  if (!engine->attach_flows (device >= 0 ? &meter_->store () : nullptr)) {
+    post_error ("Could not meter flows in this mode.", "the engine refused its device's flow "
+        "table (persistent: persistent-blocks above the GPU's multiprocessor count leaves no "
+        "room for the flow kernels beside the resident one)");
+    return false;
+  }
+  publish_counters ();
+  return true;
 }
 
 void
@@ -56,13 +106,32 @@ GppFlowOutput::push (std::vector<GppFlowRecord> & records)
 }
 
 GstFlowReturn
+GppFlowOutput::sweep ()
+{
+  std::string error;
+  if (!meter_->sweep (ended_, &error)) {
+    post_error ("Flow metering failed.", error);
+    return GST_FLOW_ERROR;
+  }
+  return push (ended_);
+}
+
+GstFlowReturn
 GppFlowOutput::add (const GppResult * records, uint32_t count)
 {
-  if (!meter_)
+  if (!meter_ || on_device ())
     return GST_FLOW_OK;
   meter_->add (records, count);
-  meter_->sweep (ended_);
-  return push (ended_);
+  return sweep ();
+}
+
+GstFlowReturn
+GppFlowOutput::added (uint32_t count, uint64_t latest_ns)
+{
+  if (!on_device ())
+    return GST_FLOW_OK;
+  meter_->added (count, latest_ns);
+  return sweep ();
 }
 
 GstFlowReturn
@@ -70,7 +139,11 @@ GppFlowOutput::finish ()
 {
   if (!meter_)
     return GST_FLOW_OK;
-  meter_->flush (ended_);
+  std::string error;
+  if (!meter_->flush (ended_, &error)) {
+    post_error ("Flow metering failed at the end of the stream.", error);
+    return GST_FLOW_ERROR;
+  }
   return push (ended_);
 }
 
@@ -80,7 +153,9 @@ GppFlowOutput::flushed ()
   if (!meter_)
     return;
   std::vector<GppFlowRecord> open;
-  meter_->flush (open);
+  std::string error;
+  if (!meter_->flush (open, &error))
+    post_error ("Flow metering failed in a flush.", error);
   dropped_ += open.size ();
   segment_sent_ = false;
   publish_counters ();
@@ -90,10 +165,11 @@ void
 GppFlowOutput::publish_counters ()
 {
   std::lock_guard<std::mutex> guard (stats_lock_);
-  published_enabled_ = meter_ != nullptr;
+  published_enabled_ = enabled_;
   published_ = meter_ ? meter_->counters () : gpp::FlowCounters ();
   published_dropped_ = dropped_;
   table_bytes_ = meter_ ? meter_->table_bytes () : 0;
+  published_on_device_ = on_device ();
 }
 
 void
@@ -110,5 +186,6 @@ GppFlowOutput::add_stats (GstStructure * stats)
       "flows-dropped", G_TYPE_UINT64, published_dropped_,
       "flow-packets-untracked", G_TYPE_UINT64, (guint64) published_.packets_untracked,
       "flow-packets-not-ip", G_TYPE_UINT64, (guint64) published_.packets_not_ip,
-      "flow-table-bytes", G_TYPE_UINT64, table_bytes_, NULL);
+      "flow-table-bytes", G_TYPE_UINT64, table_bytes_,
+      "flow-table-on-gpu", G_TYPE_BOOLEAN, (gboolean) published_on_device_, NULL);
 }

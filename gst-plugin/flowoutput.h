@@ -1,9 +1,12 @@
 /* gpupacketproc's flow output: with flows=true, the flow meter
- * (gpu/flow_meter.h) that every finished batch's records feed, and the
- * "flows" source pad its records leave by (application/x-flow-records, one
- * GppFlowRecord each).  One streaming thread at a time adds (the chain in
- * mode=cpu or with low-latency, else the push task; a mode switch drains
- * first); the stats are read from any thread. */
+ * (gpu/flow_meter.h) and the "flows" source pad its records leave by
+ * (application/x-flow-records, one GppFlowRecord each).  The table lives
+ * where the engine in use runs (place()): in host memory for mode=cpu, fed
+ * each finished batch's records (add()); in the GPU's memory for the GPU
+ * modes, where each batch counts itself and the chain reports it (added())
+ * once it is submitted.  One streaming thread at a time adds (a mode switch
+ * drains first); the stats are read from any thread.  Failures (a GPU
+ * table's CUDA error) are posted as element errors here. */
 #pragma once
 
 #include <gst/gst.h>
@@ -14,6 +17,7 @@
 
 #include <gpupacket/flow-record.h>
 
+#include "engine.h"
 #include "flow_meter.h"
 
 #define GPP_FLOW_CAPS_NAME "application/x-flow-records"
@@ -23,16 +27,27 @@ class GppFlowOutput
 public:
   explicit GppFlowOutput (GstPad * pad) : pad_ (pad) {}
 
-  /* READY→PAUSED with flows=true: a fresh table. */
+  /* READY→PAUSED with flows=true: a fresh table, made where the first
+   * engine runs (place()). */
   void start (const gpp::FlowSettings & settings);
   /* PAUSED→READY: the table goes, open flows with it. */
   void stop ();
-  bool enabled () const { return meter_ != nullptr; }
+  bool enabled () const { return enabled_; }
+  /* Puts the table where `engine` runs (moving open flows there) and
+   * attaches it to the engine if it meters on its device.  FALSE, with the
+   * error posted, if the table could not be made or moved. */
+  bool place (gpp::Engine * engine);
+  /* Whether batches count themselves (a table in the GPU's memory). */
+  bool on_device () const { return meter_ && meter_->store ().device () >= 0; }
 
-  /* Counts a finished batch; pushes the records of flows that ended.  The
-   * pad's flow (NOT_LINKED is fine: an unlinked flows pad just drops its
-   * records). */
+  /* Counts a finished batch into a host table (a no-op when the table is
+   * on the device: the batch counted itself); pushes the records of flows
+   * that ended.  The pad's flow (NOT_LINKED is fine: an unlinked flows pad
+   * just drops its records). */
   GstFlowReturn add (const GppResult * records, uint32_t count);
+  /* A submitted batch of `count` packets counts itself into the device
+   * table, `latest_ns` its latest packet time; sweeps when one is due. */
+  GstFlowReturn added (uint32_t count, uint64_t latest_ns);
   /* EOS: every open flow ends (forced) and goes out, then EOS follows on
    * the pad (the caller sends it). */
   GstFlowReturn finish ();
@@ -47,9 +62,13 @@ private:
   /* stream-start, caps, a TIME segment and a gap, once per stream. */
   void start_stream ();
   GstFlowReturn push (std::vector<GppFlowRecord> & records);
+  GstFlowReturn sweep ();
   void publish_counters ();
+  void post_error (const char *what, const std::string & error);
 
   GstPad *pad_;
+  bool enabled_ = false;
+  gpp::FlowSettings settings_;
   std::unique_ptr<gpp::FlowMeter> meter_;
   bool segment_sent_ = false;
   guint64 dropped_ = 0;         /* open flows a flush dropped */
@@ -60,4 +79,5 @@ private:
   guint64 published_dropped_ = 0;
   guint64 table_bytes_ = 0;
   bool published_enabled_ = false;
+  bool published_on_device_ = false;
 };

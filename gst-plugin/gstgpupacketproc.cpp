@@ -141,12 +141,13 @@ struct GppProcState
    * result latency means something only then (a file's timestamps are old). */
   int upstream_live = -1;
 
+  /* flows=true: the flow meter and the flows pad.  Before the engine: an
+   * engine may hold its table, so the engine goes first. */
+  GppFlowOutput flows;
   /* The engine, its settings and the pinned pools. */
   GppModeDispatch dispatch;
   /* The ordered hand-off of results to the src pad task. */
   GppResultQueue results;
-  /* flows=true: the flow meter and the flows pad. */
-  GppFlowOutput flows;
 
   explicit GppProcState (GstPad * flows_pad) : flows (flows_pad) {}
 };
@@ -721,6 +722,9 @@ gst_gpu_packet_proc_switch_engine (GstGpuPacketProc * self, gpp::Mode mode,
     return FALSE;
   }
   st->results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
+  /* The flow table goes where this engine runs (and posts why if it cannot). */
+  if (!st->flows.place (st->dispatch.engine ()))
+    return FALSE;
   GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode),
       st->dispatch.engine ()->slots ());
   return TRUE;
@@ -774,6 +778,18 @@ gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
   gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
   gst_buffer_add_packet_batch_meta (results, batch);
   return gst_pad_push (self->srcpad, results);
+}
+
+/* The latest packet time in a validated batch. */
+static uint64_t
+latest_packet_ns (const guint8 * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const auto *desc = reinterpret_cast<const GppPacketDesc *> (batch + header->header_size);
+  uint64_t latest = 0;
+  for (uint32_t i = 0; i < header->packet_count; ++i)
+    latest = MAX (latest, desc[i].timestamp_ns);
+  return latest;
 }
 
 /* Hands a validated batch to the GPU engine and queues it for the task. */
@@ -855,18 +871,26 @@ gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstM
               gpp::mode_name (mode)), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
+  /* A table on the GPU: the batch counts itself there; flows that ended
+   * before it go out now (a due sweep waits for this batch's update). */
+  const bool count_flows = st->flows.on_device ();
+  const uint32_t packets = item.count;
+  const uint64_t latest_ns = count_flows ? latest_packet_ns (item.batch_map.data) : 0;
+  GstFlowReturn flow;
   if (wait_here) {
     /* low-latency: nothing else is in flight (the chain drained the queue),
      * so this thread finishes the batch itself, in order, with no hop. */
     self->stats->note_in_flight (1);
-    const GstFlowReturn flow = gst_gpu_packet_proc_finish_batch (self, item);
+    flow = gst_gpu_packet_proc_finish_batch (self, item);
     st->results.done (flow);
-    return flow;
+  } else {
+    guint in_flight;
+    flow = st->results.enqueue (std::move (item), &in_flight);
+    self->stats->note_in_flight (in_flight);
   }
-  guint in_flight;
-  const GstFlowReturn last_flow = st->results.enqueue (std::move (item), &in_flight);
-  self->stats->note_in_flight (in_flight);
-  return last_flow;
+  if (count_flows && flow == GST_FLOW_OK)
+    flow = st->flows.added (packets, latest_ns);
+  return flow;
 }
 
 static GstFlowReturn

@@ -5,8 +5,9 @@
 # carry build/, .gstrt/ (../shared/tools/gst-runtime-bundle) and .shared/ (a
 # copy of ../shared) and run:  bash scripts/gpu-host-check.sh [PART...]
 # PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
-# on every core, then gpupacket-bench's stress and realistic grids), or the
-# bench's pieces: peers, bench-stress, bench-realistic; default: all of them.
+# on every core, then gpupacket-bench's stress and realistic grids, then
+# gpupacket-flow-bench), or the bench's pieces: peers, bench-stress,
+# bench-realistic, bench-flows; default: all of them.
 # soak (not in the default): gpupacket-soak in mode=persistent with the ACL
 # and DPI stages on, SOAK_MINUTES (3) long, its report in $OUT/soak.md.
 # On the lent host one command may run 10 minutes: run suite and bench apart.
@@ -14,7 +15,7 @@
 # $OUT/realistic, the peers' figures to $OUT/peers.csv.
 set -uo pipefail
 parts=" ${*:-suite bench} "
-parts=${parts/ bench / peers bench-stress bench-realistic }
+parts=${parts/ bench / peers bench-stress bench-realistic bench-flows }
 want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -66,6 +67,9 @@ san="compute-sanitizer --error-exitcode 9"
 run memcheck-parity $san --tool memcheck --leak-check full build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run racecheck-parity $san --tool racecheck build/tests/gpu/test-gpu-parity "$pcaps" --quick
 run memcheck-modes $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section switch
+# The device flow table in every mode: update, sweep, eviction, rebuild and
+# moves between host and device.
+run memcheck-flows $san --tool memcheck build/tests/gpu/test-gpu-modes "$pcaps" --section flows
 # The block-wide DPI kernels of the modes test-gpu-parity does not launch.
 GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_PROPS="$realistic" GPP_GPU_MODES_CAPTURES=zeek__ssh.pcap \
   run racecheck-modes-realistic $san --tool racecheck build/tests/gpu/test-gpu-modes "$pcaps" --section parity
@@ -108,6 +112,10 @@ fi
 if want bench-realistic; then
   TAIL=${BENCH_TAIL:-60} run bench-realistic build/bench/gpupacket-bench --grid realistic "${peers[@]}" \
     ${BENCH_ARGS:-} --out "$OUT/realistic"
+fi
+if want bench-flows; then
+  TAIL=${BENCH_TAIL:-30} run bench-flows build/bench/gpupacket-flow-bench ${FLOW_BENCH_ARGS:-} \
+    --report "$OUT/flows.md"
 fi
 if want soak; then
   TAIL=30 run soak build/bench/gpupacket-soak --minutes "${SOAK_MINUTES:-3}" --interval 10 \

@@ -78,11 +78,13 @@
 
 #include "batch_builder.h"
 #include "engine.h"
+#include "traffic_gen.h"
 #include "pcap_linktype.h"
 
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
 #include <gpupacket/gstpacketbatchmeta.h>
+#include <gpupacket/flow-record.h>
 #include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
 
@@ -475,6 +477,7 @@ struct Collector {
   std::vector<OutBuffer> buffers;
   std::vector<GppResult> records;
   std::vector<LogEntry> log;
+  std::vector<GppFlowRecord> flows; // from the flows pad
   bool eos = false;
   std::vector<std::string> problems; // found in the probe (odd sizes...)
 
@@ -482,6 +485,7 @@ struct Collector {
     std::lock_guard<std::mutex> lock(m);
     buffers.clear();
     records.clear();
+    flows.clear();
     log.clear();
     eos = false;
     problems.clear();
@@ -492,6 +496,20 @@ GType batch_meta_api() {
   static GType api = 0;
   if (!api) api = g_type_from_name(GST_PACKET_BATCH_META_API_NAME);
   return api;
+}
+
+GstPadProbeReturn flows_probe_cb(GstPad *, GstPadProbeInfo *info, gpointer user_data) {
+  auto *c = static_cast<Collector *>(user_data);
+  GstMapInfo map;
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER(info);
+  if (!gst_buffer_map(buf, &map, GST_MAP_READ)) return GST_PAD_PROBE_OK;
+  std::lock_guard<std::mutex> lock(c->m);
+  if (map.size % sizeof(GppFlowRecord) != 0)
+    c->problems.push_back(format("a flows buffer of %zu bytes", map.size));
+  const auto *r = reinterpret_cast<const GppFlowRecord *>(map.data);
+  c->flows.insert(c->flows.end(), r, r + map.size / sizeof(GppFlowRecord));
+  gst_buffer_unmap(buf, &map);
+  return GST_PAD_PROBE_OK;
 }
 
 GstPadProbeReturn probe_cb(GstPad *, GstPadProbeInfo *info, gpointer user_data) {
@@ -589,6 +607,8 @@ struct Props {
   gint device_id = 0;
   bool verify_l4 = false;
   bool symmetric_rss = false;
+  // More properties, set before the element starts (e.g. flows=true).
+  std::vector<std::pair<std::string, std::string>> extra;
 };
 
 std::string caps_text(uint32_t linktype) {
@@ -633,6 +653,12 @@ public:
       }
       g_strfreev(pairs);
     }
+    for (const auto &kv : props.extra)
+      gst_util_set_object_arg(G_OBJECT(element), kv.first.c_str(), kv.second.c_str());
+    // Flow records (flows=true), unlinked: the probe sees them all the same.
+    GstPad *flows = gst_element_get_static_pad(element, "flows");
+    gst_pad_add_probe(flows, GST_PAD_PROBE_TYPE_BUFFER, flows_probe_cb, &col, nullptr);
+    gst_object_unref(flows);
     GstPad *src = gst_element_get_static_pad(element, "src");
     gst_pad_add_probe(src,
                       static_cast<GstPadProbeType>(GST_PAD_PROBE_TYPE_BUFFER |
@@ -825,6 +851,7 @@ struct RunResult {
   bool started = false;
   bool completed = false;      // all batches pushed, EOS seen
   std::vector<GppResult> records;
+  std::vector<GppFlowRecord> flows;
   std::vector<OutBuffer> buffers;
   std::vector<LogEntry> log;
   std::vector<const void *> pushed; // GstBuffer pointers, in push order
@@ -1026,6 +1053,7 @@ void run_batches(const std::string &ctx, uint32_t linktype, const std::vector<Ba
   {
     std::lock_guard<std::mutex> lock(p.col.m);
     out.records = std::move(p.col.records);
+    out.flows = std::move(p.col.flows);
     out.buffers = std::move(p.col.buffers);
     out.log = std::move(p.col.log);
     for (const std::string &problem : p.col.problems) fail(ctx, "%s", problem.c_str());
@@ -1313,6 +1341,127 @@ int section_switch() {
   switch_run(batches, ref.records, true);
   std::printf("switch: %zu batches (%zu packets, 4 empty batches), 2 runs: %s\n", batches.size(),
               cap.packets.size(), g_failures ? "FAIL" : "PASS");
+  return g_failures ? 1 : 0;
+}
+
+// ---------------------------------------------------------------------------
+// Section: flows=true.  The flow table lives where the mode runs (the GPU's
+// memory in the GPU modes, updated by each batch's kernels), so the flow
+// records, ended by timeouts, TCP ends, a full table and EOS at points the
+// packet times decide, must be the same stream, byte for byte and in the
+// same order, whatever the mode: in each mode alone, and with the mode
+// switched every few batches (the table moves between host and device with
+// its open flows).  A table for 600 flows overflows now and then.
+
+int section_flows() {
+  // Every other packet from 20 busy flows (never idle, split by the active
+  // timeout), the rest from 3,000 that come and go.
+  gpp::TrafficSpec spec;
+  spec.profile = gpp::TrafficProfile::Mix;
+  spec.flows = 20;
+  spec.seed = 30;
+  gpp::TrafficGenerator busy(spec);
+  spec.flows = 3000;
+  spec.seed = 31;
+  gpp::TrafficGenerator light(spec);
+  std::vector<Batch> batches;
+  std::mt19937 rng(32);
+  // One packet a millisecond: 40 s of traffic, sweeps every second of it.
+  const size_t total = g_selftest ? 8000 : 40000;
+  for (size_t first = 0; first < total;) {
+    const size_t n = std::min(total - first, size_t{1} + rng() % 512);
+    gpp::BatchBuilder bb;
+    bb.reset(GPP_LINKTYPE_ETHERNET);
+    for (size_t i = first; i < first + n; ++i) {
+      const std::vector<uint8_t> &frame = i % 2 ? light.next() : busy.next();
+      bb.add(frame.data(), static_cast<uint32_t>(frame.size()), static_cast<uint32_t>(frame.size()),
+             1000000000ull + 1000000ull * i, i + 1);
+    }
+    Batch b;
+    b.bytes = bb.finish();
+    b.count = bb.packet_count();
+    b.first_number = first + 1;
+    batches.push_back(std::move(b));
+    first += n;
+  }
+  const std::vector<std::pair<std::string, std::string>> flow_props = {
+      {"flows", "true"}, {"flow-idle-timeout", "1"}, {"flow-active-timeout", "5"},
+      {"flow-max", "600"}};
+  auto run = [&](const std::string &ctx, const std::string &mode, bool switching,
+                 RunResult &out) {
+    RunOptions opt;
+    opt.props.mode = mode;
+    opt.props.pool_mib = pool_mib_for(batches);
+    opt.props.extra = flow_props;
+    const std::vector<std::string> modes = g_selftest ? std::vector<std::string>{"cpu"} : all_modes();
+    if (switching) {
+      opt.same_mode_at_eos = false;
+      opt.before_push = [&](Proc &p, size_t i) {
+        if (i < batches.size() && i % 3 == 0) p.set_mode(modes[(i / 3) % modes.size()].c_str());
+      };
+    }
+    run_batches(ctx, GPP_LINKTYPE_ETHERNET, batches, opt, out);
+    if (!out.completed) return;
+    gboolean on_gpu = FALSE;
+    if (!gst_structure_get_boolean(out.stats, "flow-table-on-gpu", &on_gpu))
+      fail(ctx, "stats have no flow-table-on-gpu");
+    const gchar *active = gst_structure_get_string(out.stats, "active-mode");
+    const bool gpu_mode = active && std::string(active) != "cpu";
+    if (bool(on_gpu) != gpu_mode)
+      fail(ctx, "flow-table-on-gpu is %s in mode %s", on_gpu ? "true" : "false",
+           active ? active : "?");
+  };
+  RunResult ref;
+  run("flows: cpu", "cpu", false, ref);
+  if (!ref.completed) return 1;
+  std::map<int, size_t> reasons;
+  uint64_t counted = 0;
+  for (const GppFlowRecord &f : ref.flows) {
+    reasons[f.end_reason]++;
+    counted += f.packets[0] + f.packets[1];
+  }
+  const guint64 untracked = stat_u64(ref.stats, "flow-packets-untracked");
+  const guint64 not_ip = stat_u64(ref.stats, "flow-packets-not-ip");
+  std::printf("flows: cpu: %zu records (idle %zu, active %zu, end %zu, eos %zu, no room %zu), "
+              "%llu packets in them, %llu untracked, %llu not IP\n",
+              ref.flows.size(), reasons[GPP_FLOW_END_IDLE], reasons[GPP_FLOW_END_ACTIVE],
+              reasons[GPP_FLOW_END_OF_FLOW], reasons[GPP_FLOW_END_FORCED],
+              reasons[GPP_FLOW_END_NO_ROOM], static_cast<unsigned long long>(counted),
+              static_cast<unsigned long long>(untracked), static_cast<unsigned long long>(not_ip));
+  if (counted + untracked + not_ip != total)
+    fail("flows: cpu", "%llu packets in records + %llu untracked + %llu not IP != %zu sent",
+         static_cast<unsigned long long>(counted), static_cast<unsigned long long>(untracked),
+         static_cast<unsigned long long>(not_ip), total);
+  for (int reason : {GPP_FLOW_END_IDLE, GPP_FLOW_END_ACTIVE, GPP_FLOW_END_FORCED,
+                     GPP_FLOW_END_NO_ROOM})
+    if (reasons[reason] == 0) fail("flows: cpu", "no flow ended for reason %d", reason);
+  auto compare = [&](const std::string &ctx, const RunResult &got) {
+    size_t diffs = 0;
+    if (got.flows.size() != ref.flows.size())
+      fail(ctx, "%zu flow records, cpu gave %zu", got.flows.size(), ref.flows.size());
+    for (size_t i = 0; i < std::min(got.flows.size(), ref.flows.size()); ++i)
+      if (std::memcmp(&got.flows[i], &ref.flows[i], sizeof(GppFlowRecord)) != 0 && ++diffs <= 3)
+        fail(ctx, "flow record %zu differs (cpu: first packet %llu, reason %u; here: %llu, %u)", i,
+             static_cast<unsigned long long>(ref.flows[i].first_packet), ref.flows[i].end_reason,
+             static_cast<unsigned long long>(got.flows[i].first_packet),
+             got.flows[i].end_reason);
+    for (const char *stat : {"flows-created", "flows-ended", "flows-evicted",
+                             "flow-packets-untracked", "flow-packets-not-ip"})
+      if (stat_u64(got.stats, stat) != stat_u64(ref.stats, stat))
+        fail(ctx, "stats %s %llu, cpu %llu", stat,
+             static_cast<unsigned long long>(stat_u64(got.stats, stat)),
+             static_cast<unsigned long long>(stat_u64(ref.stats, stat)));
+    std::printf("%s: %zu flow records, %zu differing\n", ctx.c_str(), got.flows.size(), diffs);
+  };
+  for (const std::string &mode : gpu_modes()) {
+    if (mode == "cpu") continue;
+    RunResult got;
+    run("flows: " + mode, mode, false, got);
+    if (got.completed) compare("flows: " + mode, got);
+  }
+  RunResult switched;
+  run("flows: switching modes", "cpu", true, switched);
+  if (switched.completed) compare("flows: switching modes", switched);
   return g_failures ? 1 : 0;
 }
 
@@ -1843,6 +1992,7 @@ struct Section {
 const Section kSections[] = {
     {"parity", true, section_parity},
     {"switch", false, [](const std::string &) { return section_switch(); }},
+    {"flows", false, [](const std::string &) { return section_flows(); }},
     {"events", true, [](const std::string &) { return section_events(); }},
     {"swap", true, section_swap},
     {"leaks", true, [](const std::string &) { return section_leaks(); }},
@@ -1950,7 +2100,7 @@ int main(int argc, char **argv) {
   }
   if (usage || pcap_dir.empty()) {
     std::fprintf(stderr,
-                 "usage: %s PCAP_DIR [--section parity|switch|events|leaks|errors|device1|pools]\n",
+                 "usage: %s PCAP_DIR [--section parity|switch|flows|events|leaks|errors|device1|pools]\n",
                  argv[0]);
     return 2;
   }

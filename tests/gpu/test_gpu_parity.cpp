@@ -23,6 +23,8 @@
 #include "dpi_patterns.h"
 #include "batch_builder.h"
 #include "cpu_engine.h"
+#include "device_flow_store.h"
+#include "engine.h"
 #include "flow_kernels.h"
 #include "flow_meter.h"
 #include "packet_kernels.h"
@@ -189,67 +191,70 @@ size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppRes
   return mismatches;
 }
 
-// Flow records of `records` counted `batch_size` at a time by the GPU's flow
-// table (gpu/flow_kernels.cu) and by the host's (gpu/flow_meter.h), all
-// flows ended at the end: the two lists must be byte-identical.  Returns
-// mismatches (records, or a different count of flows or untracked packets).
+// Flow records of `records` counted `batch_size` at a time by a flow table
+// in device memory (gpu/device_flow_store.h: the update kernels, sweeps as
+// kernels) and by one in host memory, with the same FlowMeter policy, swept
+// after every batch and flushed at the end: the two record streams must be
+// byte-identical, in the same order.  Returns mismatches (records, or
+// different counters).
 size_t compare_flows(const std::string &name, const std::vector<GppResult> &records,
                      uint32_t batch_size, uint32_t max_flows, size_t *flows_out) {
   gpp::FlowSettings settings;
   settings.max_flows = max_flows;
   settings.threads = std::max(1u, std::thread::hardware_concurrency());
-  gpp::FlowMeter meter(settings);
-  for (size_t first = 0; first < records.size(); first += batch_size)
-    meter.add(records.data() + first,
-              static_cast<uint32_t>(std::min<size_t>(batch_size, records.size() - first)));
-  std::vector<GppFlowRecord> cpu;
-  meter.flush(cpu);
-
-  const uint32_t slots = gpp::flow_table_slots(max_flows);
-  DeviceBuffer<gpp::FlowSlot> d_slots(slots);
-  CUDA_CHECK(cudaMemset(d_slots.ptr, 0, size_t(slots) * sizeof(gpp::FlowSlot)));
+  gpp::FlowMeter host(settings);
+  std::string error;
+  auto store = gpp::make_device_flow_store(0, gpp::flow_table_slots(max_flows), &error);
+  if (!store) {
+    std::fprintf(stderr, "FLOWS %s: %s\n", name.c_str(), error.c_str());
+    return 1;
+  }
+  auto *device_store = dynamic_cast<gpp::DeviceFlowStore *>(store.get());
+  gpp::FlowMeter device(settings, std::move(store));
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreate(&stream));
   DeviceBuffer<GppResult> d_records(batch_size);
-  DeviceBuffer<uint32_t> d_slot_of(batch_size);
-  DeviceBuffer<gpp::FlowLaunchCounts> d_counts(1);
-  CUDA_CHECK(cudaMemset(d_counts.ptr, 0, sizeof(gpp::FlowLaunchCounts)));
-  const gpp::FlowTableView view{d_slots.ptr, slots};
-  for (size_t first = 0; first < records.size(); first += batch_size) {
+  std::vector<GppFlowRecord> cpu, gpu;
+  bool failed = false;
+  for (size_t first = 0; first < records.size() && !failed; first += batch_size) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch_size, records.size() - first));
-    CUDA_CHECK(cudaMemcpy(d_records.ptr, records.data() + first, n * sizeof(GppResult),
-                          cudaMemcpyHostToDevice));
-    CUDA_CHECK(gpp::launch_flow_update(view, d_records.ptr, n, d_slot_of.ptr, d_counts.ptr,
-                                       nullptr));
+    host.add(records.data() + first, n);
+    host.sweep(cpu);
+    CUDA_CHECK(cudaMemcpyAsync(d_records.ptr, records.data() + first, n * sizeof(GppResult),
+                               cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(device_store->update_after(stream, d_records.ptr, n));
+    uint64_t latest = 0;
+    for (uint32_t i = 0; i < n; ++i) latest = std::max(latest, records[first + i].timestamp_ns);
+    device.added(n, latest);
+    failed = !device.sweep(gpu, &error);
+    // The next batch's copy must not overwrite records the update still reads.
+    CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  std::vector<gpp::FlowSlot> table(slots);
-  gpp::FlowLaunchCounts counts{};
-  CUDA_CHECK(cudaMemcpy(table.data(), d_slots.ptr, size_t(slots) * sizeof(gpp::FlowSlot),
-                        cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaMemcpy(&counts, d_counts.ptr, sizeof counts, cudaMemcpyDeviceToHost));
-  std::vector<GppFlowRecord> gpu;
-  for (const gpp::FlowSlot &s : table) {
-    if (s.state != gpp::kFlowLive) continue;
-    GppFlowRecord rec{};
-    gpp::flow_record(s, GPP_FLOW_END_FORCED, settings.community_id_seed, rec);
-    gpu.push_back(rec);
+  host.flush(cpu);
+  if (failed || !device.flush(gpu, &error)) {
+    std::fprintf(stderr, "FLOWS %s: %s\n", name.c_str(), error.c_str());
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    return 1;
   }
-  std::sort(gpu.begin(), gpu.end(), [](const GppFlowRecord &a, const GppFlowRecord &b) {
-    return a.first_packet < b.first_packet;
-  });
+  CUDA_CHECK(cudaStreamDestroy(stream));
+  const gpp::FlowCounters &h = host.counters(), &d = device.counters();
   size_t mismatches = 0;
-  if (gpu.size() != cpu.size() || counts.no_room != meter.counters().packets_untracked ||
-      counts.created != meter.counters().flows_created) {
+  if (gpu.size() != cpu.size() || h.flows_created != d.flows_created ||
+      h.packets_untracked != d.packets_untracked || h.flows_evicted != d.flows_evicted ||
+      h.packets_not_ip != d.packets_not_ip) {
     std::fprintf(stderr,
-                 "FLOWS %s (batch size %u): GPU %zu flows (%u created, %u untracked packets), "
-                 "CPU %zu (%llu created, %llu untracked)\n",
-                 name.c_str(), batch_size, gpu.size(), counts.created, counts.no_room, cpu.size(),
-                 (unsigned long long)meter.counters().flows_created,
-                 (unsigned long long)meter.counters().packets_untracked);
+                 "FLOWS %s (batch size %u): GPU %zu records (%llu created, %llu evicted, %llu "
+                 "untracked packets), CPU %zu (%llu, %llu, %llu)\n",
+                 name.c_str(), batch_size, gpu.size(), (unsigned long long)d.flows_created,
+                 (unsigned long long)d.flows_evicted, (unsigned long long)d.packets_untracked,
+                 cpu.size(), (unsigned long long)h.flows_created,
+                 (unsigned long long)h.flows_evicted, (unsigned long long)h.packets_untracked);
     ++mismatches;
   }
   for (size_t i = 0; i < std::min(gpu.size(), cpu.size()); ++i)
     if (std::memcmp(&gpu[i], &cpu[i], sizeof(GppFlowRecord)) != 0 && ++mismatches <= 5)
-      std::fprintf(stderr, "FLOW MISMATCH %s: flow of packet %llu (batch size %u)\n",
-                   name.c_str(), (unsigned long long)cpu[i].first_packet, batch_size);
+      std::fprintf(stderr, "FLOW MISMATCH %s: record %zu, flow of packet %llu (batch size %u)\n",
+                   name.c_str(), i, (unsigned long long)cpu[i].first_packet, batch_size);
   *flows_out += cpu.size();
   return mismatches;
 }
@@ -471,6 +476,13 @@ int main(int argc, char **argv) {
     flow_mismatches += compare_flows(big.name, records, 4096, 2000000, &flows);
     ++flow_runs;
     std::printf("%s: %zu packets, %zu flows\n", big.name.c_str(), records.size(), flows - before);
+    // The same in a table for 300,000 flows: it fills, evicts the oldest
+    // (found on the device, cut on the host) and rebuilds, every few batches.
+    const size_t before_small = flows;
+    flow_mismatches += compare_flows(big.name + " (flow-max 300000)", records, 4096, 300000, &flows);
+    ++flow_runs;
+    std::printf("%s in a table for 300,000: %zu flow records\n", big.name.c_str(),
+                flows - before_small);
   }
   std::printf("flows: %zu runs, %zu flow records compared, %zu mismatching\n", flow_runs, flows,
               flow_mismatches);

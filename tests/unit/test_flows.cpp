@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -253,6 +254,70 @@ TEST(Flows, FullTableEvictsAndCounts) {
   std::vector<GppFlowRecord> last;
   m.flush(last);
   ASSERT_EQ(1u, last.size());
+}
+
+TEST(Flows, FullTableEvictsTheFlowsIdleLongest) {
+  // 10 flows in a table for 8: the sweep keeps 7 (7/8 of max), ending the 3
+  // whose last packet is oldest; of two with the same last packet, the one
+  // whose first packet came first goes.
+  FlowSettings s = settings();
+  s.max_flows = 8;
+  FlowMeter m(s);
+  std::vector<GppResult> b;
+  const uint64_t last_ns[10] = {50, 10, 90, 10, 70, 30, 80, 60, 100, 40};
+  for (uint32_t i = 0; i < 10; ++i) {
+    char src[32];
+    std::snprintf(src, sizeof src, "10.0.0.%u", i + 1);
+    b.push_back(packet(i + 1, 1 * kSec, src, "192.0.2.1", 17, 1000, 53));
+  }
+  for (uint32_t i = 0; i < 10; ++i) {
+    char src[32];
+    std::snprintf(src, sizeof src, "10.0.0.%u", i + 1);
+    b.push_back(packet(11 + i, 2 * kSec + last_ns[i], src, "192.0.2.1", 17, 1000, 53));
+  }
+  m.add(b.data(), static_cast<uint32_t>(b.size()));
+  std::vector<GppFlowRecord> out;
+  ASSERT_TRUE(m.sweep(out));
+  ASSERT_EQ(3u, out.size());
+  // Last packets at 10 (flows 2 and 4, first packets 2 and 4) and 30 (flow 6).
+  EXPECT_EQ(2u, out[0].first_packet);
+  EXPECT_EQ(4u, out[1].first_packet);
+  EXPECT_EQ(6u, out[2].first_packet);
+  for (const auto &f : out) EXPECT_EQ(GPP_FLOW_END_NO_ROOM, f.end_reason);
+  EXPECT_EQ(3u, m.counters().flows_evicted);
+  EXPECT_EQ(7u, m.counters().active_flows);
+}
+
+TEST(Flows, MovingTheTableKeepsOpenFlows) {
+  // Half the packets, the table moved to a fresh store (a mode switch), the
+  // rest: the same records as without the move.
+  std::vector<GppResult> b;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    char src[32];
+    std::snprintf(src, sizeof src, "10.1.%u.%u", i % 300 / 250, i % 300 % 250);
+    b.push_back(packet(i + 1, (1 + i) * kSec / 100, src, "192.0.2.7", 6, 40000, 443));
+  }
+  auto records = [&](bool move) {
+    FlowMeter m(settings(/*idle_s=*/2));
+    std::vector<GppFlowRecord> out;
+    m.add(b.data(), 1000);
+    EXPECT_TRUE(m.sweep(out));
+    if (move) {
+      std::string error;
+      EXPECT_TRUE(m.move_to(std::unique_ptr<gpp::FlowStore>(new gpp::HostFlowStore(
+                                m.store().capacity(), 2)),
+                            &error))
+          << error;
+    }
+    m.add(b.data() + 1000, 1000);
+    EXPECT_TRUE(m.sweep(out));
+    EXPECT_TRUE(m.flush(out));
+    return out;
+  };
+  const auto plain = records(false), moved = records(true);
+  ASSERT_EQ(plain.size(), moved.size());
+  ASSERT_GT(plain.size(), 300u) << "idle flows ended and started again";
+  EXPECT_EQ(0, std::memcmp(plain.data(), moved.data(), plain.size() * sizeof(GppFlowRecord)));
 }
 
 TEST(Flows, SameRecordsWhateverTheThreadsAndOrder) {
