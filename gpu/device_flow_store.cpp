@@ -13,6 +13,9 @@ int select_device(int device) {
 
 DeviceFlowStore::DeviceFlowStore(int device, uint32_t capacity)
     : device_(select_device(device)), capacity_(capacity) {
+  // Loaded now, not at a first launch that might wait for another
+  // element's resident kernel to end.
+  GPP_CUDA_TRY(preload_flow_kernels());
   slots_ = DeviceMemory(static_cast<size_t>(capacity) * sizeof(FlowSlot));
   counts_ = DeviceMemory(sizeof(FlowLaunchCounts));
   end_records_ = DeviceMemory(kEndChunk * sizeof(GppFlowRecord));
@@ -27,6 +30,14 @@ DeviceFlowStore::DeviceFlowStore(int device, uint32_t capacity)
 DeviceFlowStore::~DeviceFlowStore() {
   // Updates the engines queued may still run: the memory waits for them.
   if (stream_.get()) cuda_release(cudaStreamSynchronize(stream_.get()));
+}
+
+cudaError_t DeviceFlowStore::reserve(uint32_t max_packets) {
+  cudaError_t e = cudaSetDevice(device_);
+  if (e == cudaSuccess)
+    e = slot_of_.reserve(static_cast<size_t>(std::max(max_packets, 1u)) * sizeof(uint32_t),
+                         stream_.get());
+  return e == cudaSuccess ? cudaStreamSynchronize(stream_.get()) : e;
 }
 
 cudaError_t DeviceFlowStore::launch_update(const GppResult *records, uint32_t count) {
@@ -47,16 +58,6 @@ cudaError_t DeviceFlowStore::update_after(cudaStream_t batch_stream, const GppRe
       (e = cudaEventRecord(done_.get(), stream_.get())) != cudaSuccess)
     return e;
   return cudaStreamWaitEvent(batch_stream, done_.get(), 0);
-}
-
-cudaError_t DeviceFlowStore::update_when(const uint64_t *answered, uint64_t value,
-                                         const GppResult *records, uint32_t count,
-                                         cudaEvent_t finished) {
-  cudaError_t e;
-  if (count != 0 && ((e = launch_flow_wait(answered, value, stream_.get())) != cudaSuccess ||
-                     (e = launch_update(records, count)) != cudaSuccess))
-    return e;
-  return cudaEventRecord(finished, stream_.get());
 }
 
 bool DeviceFlowStore::sync(const char *what, std::string *error) {

@@ -24,11 +24,10 @@ public:
   // waits for the update.  Updates run in the order of these calls.
   // Per-batch path: a status, no allocation beyond growing scratch.
   cudaError_t update_after(cudaStream_t batch_stream, const GppResult *records, uint32_t count);
-  // The same for a batch that no stream orders (the persistent kernel's):
-  // the update waits until the 64-bit word `answered` reaches `value`, and
-  // `finished` is recorded after it.
-  cudaError_t update_when(const uint64_t *answered, uint64_t value, const GppResult *records,
-                          uint32_t count, cudaEvent_t finished);
+  // Makes room for batches of up to `max_packets` at set-up, so that no
+  // update allocates: growing device memory while a persistent kernel runs
+  // can wait for it to end.
+  cudaError_t reserve(uint32_t max_packets);
 
   int device() const override { return device_; }
   uint32_t capacity() const override { return capacity_; }

@@ -62,30 +62,24 @@ __global__ void flow_reinsert_kernel(FlowTableView from, FlowTableView to) {
     if (from.slots[i].state == kFlowLive) flow_reinsert(to, from.slots[i]);
 }
 
-// Bounded like the host's wait for an answer: a kernel that died must not
-// hold the table's stream (and whoever syncs it) forever; the engine has
-// reported that batch's failure by then.
-constexpr uint64_t kFlowWaitLimitNs = 10ull * 1000 * 1000 * 1000;
-
-__device__ uint64_t global_time_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-__global__ void flow_wait_kernel(const uint64_t *word, uint64_t value) {
-  const uint64_t start = global_time_ns();
-  while (*reinterpret_cast<const volatile uint64_t *>(word) < value &&
-         global_time_ns() - start < kFlowWaitLimitNs)
-    __nanosleep(200);
-  __threadfence_system(); // what was written before the word, seen after it
-}
-
 uint32_t sweep_blocks(uint32_t slots) {
   return std::min(kSweepBlocks, (slots + kSweepThreads - 1) / kSweepThreads);
 }
 
 } // namespace
+
+cudaError_t preload_flow_kernels() {
+  cudaFuncAttributes attributes;
+  for (const void *kernel : {reinterpret_cast<const void *>(flow_update_kernel),
+                             reinterpret_cast<const void *>(flow_first_kernel),
+                             reinterpret_cast<const void *>(flow_end_kernel),
+                             reinterpret_cast<const void *>(flow_ages_kernel),
+                             reinterpret_cast<const void *>(flow_reinsert_kernel)}) {
+    const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
 
 cudaError_t launch_flow_end(const FlowTableView &table, const FlowEndRule &rule, uint16_t seed,
                             GppFlowRecord *out, uint32_t capacity, uint32_t *out_count,
@@ -105,11 +99,6 @@ cudaError_t launch_flow_ages(const FlowTableView &table, FlowAge *out, uint32_t 
 cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView &to,
                                  cudaStream_t stream) {
   flow_reinsert_kernel<<<sweep_blocks(from.capacity), kSweepThreads, 0, stream>>>(from, to);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_flow_wait(const uint64_t *word, uint64_t value, cudaStream_t stream) {
-  flow_wait_kernel<<<1, 1, 0, stream>>>(word, value);
   return cudaGetLastError();
 }
 

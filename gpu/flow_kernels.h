@@ -13,6 +13,11 @@
 
 namespace gpp {
 
+// Loads every flow kernel now: with lazy module loading (CUDA's default) a
+// kernel's first launch loads it, and loading may wait for the device to go
+// idle, which a running persistent kernel never lets it do.
+[[nodiscard]] cudaError_t preload_flow_kernels();
+
 // Per-outcome packet counts of one launch (FlowUpdate order).
 struct FlowLaunchCounts {
   uint32_t not_ip, counted, created, no_room;
@@ -42,10 +47,5 @@ struct FlowLaunchCounts {
 // Inserts the live flows of `from` into the empty table `to`.
 [[nodiscard]] cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView &to,
                                                cudaStream_t stream);
-
-// Holds `stream` until the 64-bit word at `word` (device-visible memory,
-// e.g. a persistent kernel's answer in mapped host memory) reaches `value`.
-[[nodiscard]] cudaError_t launch_flow_wait(const uint64_t *word, uint64_t value,
-                                           cudaStream_t stream);
 
 } // namespace gpp

@@ -139,7 +139,8 @@ public:
   static constexpr size_t kPresizeBytes = 8u << 20;
 
   StreamEngine(Mode mode, const EngineSettings &s)
-      : mode_(mode), wait_(s.wait), device_(s.device_id), records_to_host_(s.records_to_host) {
+      : mode_(mode), wait_(s.wait), device_(s.device_id), records_to_host_(s.records_to_host),
+        max_batch_bytes_(s.max_batch_bytes) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     const unsigned count = std::max(1u, s.num_streams);
@@ -165,6 +166,11 @@ public:
   bool attach_flows(FlowStore *store) override {
     auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
     if (store && (!device_store || device_store->device() != device_)) return false;
+    // A batch holds at most one packet per descriptor that fits max_batch_bytes.
+    if (device_store &&
+        device_store->reserve(static_cast<uint32_t>(
+            std::min<size_t>(max_batch_bytes_ / sizeof(GppPacketDesc), UINT32_MAX))) != cudaSuccess)
+      return false;
     flows_ = device_store;
     return true;
   }
@@ -293,6 +299,7 @@ private:
   WaitStrategy wait_;
   int device_;
   bool records_to_host_; // streams
+  size_t max_batch_bytes_;
   DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
@@ -313,7 +320,6 @@ public:
     GPP_CUDA_TRY(persistent_max_blocks(s.device_id, &max_blocks));
     int sms = 0;
     GPP_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device_id));
-    sms_ = static_cast<unsigned>(sms);
     blocks_ = s.persistent_blocks ? s.persistent_blocks : static_cast<unsigned>(sms);
     if (blocks_ > max_blocks)
       throw std::runtime_error("persistent-blocks=" + std::to_string(blocks_) +
@@ -352,28 +358,11 @@ public:
   Mode mode() const override { return Mode::Persistent; }
   unsigned slots() const override { return slots_; }
   GpuCounters counters() const override { return counters_.get(); }
-  int flow_device() const override { return device_; }
-  bool attach_flows(FlowStore *store) override {
-    auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
-    if (store && (!device_store || device_store->device() != device_)) return false;
-    // The flow kernels run beside the resident one: with more than one
-    // resident block a multiprocessor may have no room left for them.
-    if (device_store && blocks_ > sms_) return false;
-    if (device_store && flow_done_.empty()) {
-      try {
-        GPP_CUDA_TRY(cudaSetDevice(device_));
-        const unsigned flags = cudaEventDisableTiming |
-                               (wait_ == WaitStrategy::Block ? cudaEventBlockingSync : 0);
-        for (unsigned i = 0; i < slots_; ++i) flow_done_.emplace_back(flags);
-        flow_pending_.assign(slots_, 0);
-      } catch (const CudaError &) {
-        flow_done_.clear();
-        return false;
-      }
-    }
-    flows_ = device_store;
-    return true;
-  }
+  // No flow table on the device (flow_device() -1: the caller meters on the
+  // host): kernels launched beside the resident cooperative kernel, on
+  // another stream, did not run on the H200 (the batch's flow update never
+  // started), so a device table here would need the update inside the
+  // resident kernel itself.
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
@@ -407,20 +396,8 @@ public:
     const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
     if (!running_ && !start_kernel(device_cfg, acl_tuples, error)) return false;
 
-    const uint64_t ticket = head_++;
-    post(ticket, count, static_cast<uint32_t>(batch_size),
+    post(head_++, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
-    if (flows_) {
-      // The table's stream waits for the kernel's answer, then counts the
-      // records where the kernel wrote them (pinned host memory).
-      const unsigned slot = ticket % slots_;
-      flow_pending_[slot] = 1;
-      if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error) ||
-          !cuda_ok(flows_->update_when(&device_control_->jobs[slot].answer.done, ticket + 1,
-                                       results, count, flow_done_[slot].get()),
-                   "counting a batch into the GPU flow table", error))
-        return false;
-    }
     counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
     return true;
   }
@@ -441,11 +418,6 @@ public:
     if (job_error != kPersistentOk) {
       *error = "persistent kernel refused a batch (error " + std::to_string(job_error) + ")";
       return false;
-    }
-    const unsigned slot = ticket % slots_;
-    if (!flow_pending_.empty() && flow_pending_[slot]) {
-      flow_pending_[slot] = 0;
-      return wait_event(flow_done_[slot].get(), wait_, error);
     }
     return true;
   }
@@ -590,7 +562,6 @@ private:
   int device_;
   DeviceSets sets_;
   unsigned blocks_ = 0;
-  unsigned sms_ = 0;
   unsigned slots_ = 0;
   unsigned idle_sleep_ns_ = 0;
   Stream stream_;
@@ -605,9 +576,6 @@ private:
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   std::atomic<uint32_t> last_device_ns_{0};
   AtomicCounters counters_;
-  DeviceFlowStore *flows_ = nullptr;
-  std::vector<Event> flow_done_;     // per slot: its batch's flow update done
-  std::vector<uint8_t> flow_pending_; // per slot: wait_oldest waits for flow_done_
 };
 
 } // namespace

@@ -1346,7 +1346,8 @@ int section_switch() {
 
 // ---------------------------------------------------------------------------
 // Section: flows=true.  The flow table lives where the mode runs (the GPU's
-// memory in the GPU modes, updated by each batch's kernels), so the flow
+// memory in streams, zerocopy and graph, updated by each batch's kernels;
+// host memory in cpu and persistent), so the flow
 // records, ended by timeouts, TCP ends, a full table and EOS at points the
 // packet times decide, must be the same stream, byte for byte and in the
 // same order, whatever the mode: in each mode alone, and with the mode
@@ -1405,8 +1406,11 @@ int section_flows() {
     gboolean on_gpu = FALSE;
     if (!gst_structure_get_boolean(out.stats, "flow-table-on-gpu", &on_gpu))
       fail(ctx, "stats have no flow-table-on-gpu");
+    // Where the table lives: the GPU's memory, except in cpu and persistent
+    // (engine.h: the resident kernel leaves no room for the flow kernels).
     const gchar *active = gst_structure_get_string(out.stats, "active-mode");
-    const bool gpu_mode = active && std::string(active) != "cpu";
+    const bool gpu_mode = active && std::string(active) != "cpu" &&
+                          std::string(active) != "persistent";
     if (bool(on_gpu) != gpu_mode)
       fail(ctx, "flow-table-on-gpu is %s in mode %s", on_gpu ? "true" : "false",
            active ? active : "?");
