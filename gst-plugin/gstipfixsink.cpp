@@ -128,6 +128,7 @@ struct _GstIpfixSink
   gint64 templates_sent_us;     /* g_get_monotonic_time () */
   guint64 records, failed_sends;
   gboolean warned;              /* about the current run of failed sends */
+  gboolean udp_refused;         /* libfixbuf logged a refused UDP send (below) */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -274,6 +275,24 @@ gst_ipfix_sink_stop (GstBaseSink * sink)
   return TRUE;
 }
 
+/* libfixbuf meets a UDP send the collector's host refused (ICMP port
+ * unreachable: nobody listens there) with a g_warning, and goes on as if it
+ * had worked.  The sink sending on this thread hears of it here, so that it
+ * can warn on the bus as for any failed send; the message still goes to the
+ * handler that was the default before. */
+static thread_local GstIpfixSink *sending_sink;
+static GLogFunc previous_log_handler = g_log_default_handler;
+
+static void
+gst_ipfix_sink_log_handler (const gchar * domain, GLogLevelFlags level, const gchar * message,
+    gpointer data)
+{
+  if (sending_sink && (level & G_LOG_LEVEL_WARNING) && message &&
+      strstr (message, "UDP send"))
+    sending_sink->udp_refused = TRUE;
+  previous_log_handler (domain, level, message, data);
+}
+
 /* A failed send: over UDP a warning (once per run of failures) and the
  * records are lost; elsewhere an error. */
 static gboolean
@@ -332,6 +351,8 @@ gst_ipfix_sink_render_body (GstBaseSink * sink, GstBuffer * buffer)
   }
   GError *err = NULL;
   gboolean ok = TRUE;
+  sending_sink = self;
+  self->udp_refused = FALSE;
   /* UDP: templates again now and then, for collectors that (re)started. */
   GST_OBJECT_LOCK (self);
   const guint refresh = self->template_refresh;
@@ -384,8 +405,12 @@ gst_ipfix_sink_render_body (GstBaseSink * sink, GstBuffer * buffer)
   /* Out now: flow records are already late by their timeouts. */
   if (ok && !fBufEmit (self->fbuf, &err))
     ok = gst_ipfix_sink_send_failed (self, err);
+  else if (ok && self->udp_refused)
+    ok = gst_ipfix_sink_send_failed (self, g_error_new_literal (g_quark_from_static_string
+            ("gpp-ipfix"), 0, "UDP send refused: nobody listens at the collector's port"));
   else if (ok)
     self->warned = FALSE;
+  sending_sink = NULL;
   gst_buffer_unmap (buffer, &map);
   return ok ? GST_FLOW_OK : GST_FLOW_ERROR;
 }
@@ -481,6 +506,8 @@ gst_ipfix_sink_class_init (GstIpfixSinkClass * klass)
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   GstBaseSinkClass *basesink_class = GST_BASE_SINK_CLASS (klass);
+  /* Once per process (class_init runs once): refused UDP sends (above). */
+  previous_log_handler = g_log_set_default_handler (gst_ipfix_sink_log_handler, NULL);
   const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_READY);
 

@@ -11,7 +11,9 @@ directory) and runs
 then stops nfcapd and reads what it stored with `nfdump -o csv`: every
 direction of every flow that saw packets arrives as one record with its
 addresses, ports, protocol, packets and IP bytes.  Then with no collector
-listening: the pipeline still ends (EOS) and warns, nothing stalls.  Exits 77
+listening: the pipeline still ends (EOS) and warns, nothing stalls.  Then a
+collector restarted mid-stream: a warning, no stall, and export resumes to
+the new one (restart_check).  Exits 77
 (skip) without nfcapd/nfdump or without ipfixsink (no libfixbuf).
 """
 import csv
@@ -19,23 +21,17 @@ import io
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from nfcapd import free_udp_port, start_collector, stop_collector
+
 CAPTURES = ["zeek__wikipedia.pcap", "zeek__ssh.pcap", "zeek__ftp_ipv6.pcap",
             "zeek__vlan-qinqinq.pcap", "tcpdump__icmpv6.pcap", "zeek__icmp_dot1q.pcap",
             "sv__dhcp-request-flood.pcap"]
 PROTO_NAMES = {"TCP": 6, "UDP": 17, "ICMP": 1, "ICMP6": 58}
-
-
-def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pipeline(gst_launch, capture, sink, flows_jsonl):
@@ -87,6 +83,51 @@ def collected(nfdump, directory):
     return sorted(out)
 
 
+def restart_check(gst_launch, nfcapd, nfdump, work, env):
+    """A collector that goes away mid-stream and comes back on the same
+    port: the pipeline warns, does not stall, ends normally, and UDP export
+    resumes (the restarted nfcapd decodes records: templates come again
+    every template-refresh seconds).  Paced traffic (packettestsrc rate=)
+    whose flows end every second (active timeout 1 s) keeps records flowing
+    for about 6 s: the first collector takes the first 2 s, none listens
+    for the next 1.5 s, the second takes the rest."""
+    port = free_udp_port()
+    first, second = os.path.join(work, "first.nf"), os.path.join(work, "second.nf")
+    os.mkdir(first)
+    os.mkdir(second)
+    collector = start_collector(first, port, nfcapd)
+    cmd = [gst_launch, "packettestsrc", "rate=20000", "batch-size=100", "num-buffers=1200",
+           "flows=50", "!", "gpupacketproc", "flows=true", "flow-active-timeout=1",
+           "flow-idle-timeout=1", "name=p", "p.src", "!", "queue", "!", "fakesink", "p.flows",
+           "!", "queue", "!", "ipfixsink", "host=127.0.0.1", "port=%d" % port,
+           "template-refresh=1"]
+    start = time.monotonic()
+    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=env)
+    time.sleep(2)
+    stop_collector(collector)
+    time.sleep(1.5)
+    collector = start_collector(second, port, nfcapd)
+    try:
+        out, _ = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        out, _ = run.communicate()
+        out += "\n(killed after 60 s: stalled)"
+    took = time.monotonic() - start
+    time.sleep(0.5)
+    stop_collector(collector)
+    before, after = len(collected(nfdump, first)), len(collected(nfdump, second))
+    warned = "does not answer" in out
+    ok = run.returncode == 0 and warned and before > 0 and after > 0 and took < 30
+    print("collector restarted mid-stream: exit %d after %.1f s, %s, %d records before the "
+          "restart, %d after: %s" % (run.returncode, took, "warned" if warned else "NO WARNING",
+                                    before, after, "PASS" if ok else "FAIL"))
+    if not ok:
+        print(out[-3000:])
+    return ok
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -110,17 +151,14 @@ def main():
             store = os.path.join(work, name + ".nf")
             os.mkdir(store)
             port = free_udp_port()
-            collector = subprocess.Popen([nfcapd, "-w", store, "-p", str(port), "-b", "127.0.0.1"],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(0.5)
+            collector = start_collector(store, port, nfcapd)
             flows_jsonl = os.path.join(work, "flows.jsonl")
             run = subprocess.run(pipeline(gst_launch, os.path.join(pcaps, name),
                                           ["ipfixsink", "host=127.0.0.1", "port=%d" % port],
                                           flows_jsonl),
                                  capture_output=True, text=True, env=env, timeout=120)
             time.sleep(0.5)
-            collector.send_signal(signal.SIGTERM)
-            collector.wait(timeout=30)
+            stop_collector(collector)
             if run.returncode != 0:
                 print("FAIL %s: the pipeline failed (%d): %s" % (name, run.returncode,
                                                                    run.stderr[-2000:]))
@@ -150,6 +188,7 @@ def main():
                  "warned" if "does not answer" in run.stdout + run.stderr else "no warning",
                  "PASS" if ok else "FAIL"))
         failures += not ok
+        failures += not restart_check(gst_launch, nfcapd, nfdump, work, env)
     print("FAILED" if failures else "PASS")
     return 1 if failures else 0
 
