@@ -102,18 +102,27 @@ def restart_check(gst_launch, nfcapd, nfdump, work, env):
            "!", "queue", "!", "ipfixsink", "host=127.0.0.1", "port=%d" % port,
            "template-refresh=1"]
     start = time.monotonic()
-    run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           env=env)
-    time.sleep(2)
-    stop_collector(collector)
-    time.sleep(1.5)
-    collector = start_collector(second, port, nfcapd)
-    try:
-        out, _ = run.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        run.kill()
-        out, _ = run.communicate()
-        out += "\n(killed after 60 s: stalled)"
+    log = os.path.join(work, "restart.log")
+    with open(log, "w") as fh:
+        run = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, text=True, env=env)
+        # The 2 s count from PLAYING: start-up is slow on a loaded machine.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and run.poll() is None:
+            with open(log) as rd:
+                if "PLAYING" in rd.read():
+                    break
+            time.sleep(0.05)
+        time.sleep(2)
+        stop_collector(collector)
+        time.sleep(1.5)
+        collector = start_collector(second, port, nfcapd)
+        try:
+            run.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+    with open(log) as rd:
+        out = rd.read()
     took = time.monotonic() - start
     time.sleep(0.5)
     stop_collector(collector)
