@@ -1518,8 +1518,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       g_param_spec_boolean ("flows", "Flows",
           "Meter flows: every packet with an IP header is counted into its bidirectional "
           "flow, and the records of flows that end leave by the flows pad "
-          "(application/x-flow-records, gpupacket/flow-record.h). The table is in host "
-          "memory in every mode for now", DEFAULT_FLOWS, rw_ready));
+          "(application/x-flow-records, gpupacket/flow-record.h). The table is in GPU memory "
+          "in streams, zerocopy and graph (each batch counts itself there), in host memory in "
+          "cpu and persistent", DEFAULT_FLOWS, rw_ready));
   g_object_class_install_property (gobject_class, PROP_FLOW_IDLE_TIMEOUT,
       g_param_spec_uint ("flow-idle-timeout", "Flow idle timeout",
           "Seconds of packet time without a packet after which a flow ends",
