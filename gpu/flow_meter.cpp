@@ -189,9 +189,9 @@ bool FlowMeter::sweep(std::vector<GppFlowRecord> &out, std::string *error) {
   const size_t keep = settings_.max_flows / 8 * 7;
   if (ages.size() <= keep) return true;
   const size_t excess = ages.size() - keep;
-  auto older = [](const FlowAge &a, const FlowAge &b) {
-    return a.end_ns < b.end_ns || (a.end_ns == b.end_ns && a.first < b.first);
-  };
+  // Strictly older: the order flow_age_at_most (and so the kOldest rule)
+  // cuts by.
+  auto older = [](const FlowAge &a, const FlowAge &b) { return !flow_age_at_most(b, a); };
   std::nth_element(ages.begin(), ages.begin() + (excess - 1), ages.end(), older);
   FlowEndRule rule{};
   rule.kind = FlowEndRule::kOldest;
