@@ -7,14 +7,16 @@
 // Traffic: 64-byte frames of N flows (default 1,048,576) in turn, so that
 // each pass over the ring holds every flow once and, after the first pass,
 // N flows are open at once; 4096-packet batches.  For each GPU mode:
-// parse + RSS, then the same with the flow table in device memory (records
-// still copied back; `persistent` keeps its table in host memory), then in
-// `streams` with the records left on the device (flows only).  On the host:
-// cpu mode on every core, without and with its flow table.  Each point is measured three times, alternating, and the
-// median kept; the ratios compare medians of the same run.  Then the table
-// capacity: --capacity distinct flows (default 16,777,216) counted into one
-// device table, every one tracked, none lost.  Exit 77 where no GPU is
-// usable.
+// parse + RSS, then the same with the flow table in device memory, counted
+// by the batch kernel itself (records still copied back; `persistent` keeps
+// its table in host memory, counted on every host core), then in `streams`
+// with the records left on the device (flows only), at 4096- and
+// 16384-packet batches.  On the host: cpu mode on every core, without and
+// with its flow table.  Each point is measured three times, alternating,
+// and the median kept; the ratios compare medians of the same run.  Then
+// the table capacity: --capacity distinct flows (default 16,777,216)
+// counted into one device table, every one tracked, none lost.  Exit 77
+// where no GPU is usable.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,16 +59,19 @@ struct Ring {
 };
 
 constexpr uint32_t kBatch = 4096;
+// Flows only is also measured at this batch size: the copies in then reach
+// the link's large-copy rate (DESIGN.md: 46-48 GB/s from 1 MB up).
+constexpr uint32_t kLargeBatch = 16384;
 
-bool build_ring(const Options &o, Ring &ring, std::string *error) {
+bool build_ring(const Options &o, uint32_t batch_packets, Ring &ring, std::string *error) {
   gpp::TrafficSpec spec;
   spec.profile = gpp::TrafficProfile::Small;
   spec.flows = o.flows;
   spec.seed = 7;
   spec.round_robin = true;
   gpp::TrafficGenerator gen(spec);
-  const size_t batches = (o.flows + kBatch - 1) / kBatch;
-  const size_t batch_bytes = gpp_batch_data_start(kBatch) + kBatch * 80;
+  const size_t batches = (o.flows + batch_packets - 1) / batch_packets;
+  const size_t batch_bytes = gpp_batch_data_start(batch_packets) + batch_packets * 80;
   ring.arena = gpp::make_host_arena(o.device, batches * (batch_bytes + 4096), gpp::HostMemoryKind::Default,
                                     error);
   if (!ring.arena) return false;
@@ -74,7 +79,8 @@ bool build_ring(const Options &o, Ring &ring, std::string *error) {
   for (size_t b = 0; b < batches; ++b) {
     gpp::BatchBuilder bb;
     bb.reset(GPP_LINKTYPE_ETHERNET);
-    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kBatch, o.flows - b * kBatch));
+    const uint32_t n =
+        static_cast<uint32_t>(std::min<uint64_t>(batch_packets, o.flows - b * batch_packets));
     for (uint32_t i = 0; i < n; ++i, ++number) {
       const std::vector<uint8_t> &f = gen.next();
       // 1 us apart: no flow times out during the run.
@@ -115,12 +121,12 @@ bool make_rig(const Options &o, gpp::Mode mode, bool flows, bool records_to_host
   rig.engine = gpp::make_engine(mode, s, error);
   if (!rig.engine) return false;
   const unsigned slots = rig.engine->slots();
-  rig.results_arena = gpp::make_host_arena(o.device, slots * (kBatch * sizeof(GppResult) + 4096),
+  rig.results_arena = gpp::make_host_arena(o.device, slots * (kLargeBatch * sizeof(GppResult) + 4096),
                                            gpp::HostMemoryKind::Default, error);
   if (!rig.results_arena) return false;
   for (unsigned i = 0; i < slots; ++i)
     rig.results.push_back(
-        static_cast<GppResult *>(rig.results_arena->allocate(kBatch * sizeof(GppResult))));
+        static_cast<GppResult *>(rig.results_arena->allocate(kLargeBatch * sizeof(GppResult))));
   if (!flows) return true;
   gpp::FlowSettings fs;
   fs.max_flows = 2 * o.flows; // no eviction: every flow stays open
@@ -227,7 +233,7 @@ int main(int argc, char **argv) {
   cudaGetDeviceProperties(&prop, o.device);
   std::string error;
   Ring ring;
-  if (!build_ring(o, ring, &error)) {
+  if (!build_ring(o, kBatch, ring, &error)) {
     std::fprintf(stderr, "ring: %s\n", error.c_str());
     return 1;
   }
@@ -298,26 +304,50 @@ int main(int argc, char **argv) {
                 p.name, row.base, row.flows, 100 * row.flows / row.base,
                 row.on_device ? "device" : "host", row.note.c_str());
   }
-  // Flows only: streams with the records left on the device.
-  double only = 0, only_base = 0;
-  {
+  // Flows only: streams with the records left on the device, at 4096- and
+  // 16384-packet batches.
+  struct OnlyRow {
+    uint32_t batch;
+    double base = 0, flows = 0;
+    std::string note;
+  };
+  std::vector<OnlyRow> only_rows;
+  for (const uint32_t batch : {kBatch, kLargeBatch}) {
+    Ring large;
+    const Ring &r = batch == kBatch ? ring : large;
     Rig base, flows;
-    if (make_rig(o, gpp::Mode::Streams, false, false, base, &error) &&
-        make_rig(o, gpp::Mode::Streams, true, false, flows, &error) &&
-        run(flows, ring, 0, 1, &error) >= 0) {
-      std::vector<double> b, f;
-      for (int rep = 0; rep < 3; ++rep) {
-        b.push_back(run(base, ring, o.seconds, 0, &error) / 1e6);
-        f.push_back(run(flows, ring, o.seconds, 0, &error) / 1e6);
-      }
-      only_base = gppbench::median(b);
-      only = gppbench::median(f);
-      std::printf("%-16s parse+RSS %8.2f Mpps   +flows %8.2f Mpps   (records not copied back)\n",
-                  "streams, flows only", only_base, only);
-    } else {
+    if ((batch != kBatch && !build_ring(o, batch, large, &error)) ||
+        !make_rig(o, gpp::Mode::Streams, false, false, base, &error) ||
+        !make_rig(o, gpp::Mode::Streams, true, false, flows, &error) ||
+        run(flows, r, 0, 1, &error) < 0) {
       std::fprintf(stderr, "flows only: %s\n", error.c_str());
       failed = true;
+      continue;
     }
+    std::vector<double> b, f;
+    for (int rep = 0; rep < 3; ++rep) {
+      b.push_back(run(base, r, o.seconds, 0, &error) / 1e6);
+      f.push_back(run(flows, r, o.seconds, 0, &error) / 1e6);
+    }
+    OnlyRow row{batch, gppbench::median(b), gppbench::median(f), ""};
+    std::vector<GppFlowRecord> out;
+    if (!flows.meter->flush(out, &error)) {
+      std::fprintf(stderr, "flows only: %s\n", error.c_str());
+      failed = true;
+      continue;
+    }
+    uint64_t counted = 0;
+    for (const GppFlowRecord &rec : out) counted += rec.packets[0] + rec.packets[1];
+    row.note = std::to_string(out.size()) + " flows, " +
+               std::to_string(flows.meter->counters().packets_untracked) + " untracked";
+    if (out.size() != o.flows || counted != flows.meter->counters().packets) {
+      row.note += " (WRONG: want " + std::to_string(o.flows) + " flows holding every packet)";
+      failed = true;
+    }
+    only_rows.push_back(row);
+    std::printf("streams, flows only, %u-packet batches: parse+RSS %8.2f Mpps   +flows %8.2f Mpps"
+                "   (records not copied back), %s\n",
+                batch, row.base, row.flows, row.note.c_str());
   }
   // Capacity: distinct flows into one table, counted and checked.
   double insert_mps = 0;
@@ -367,7 +397,7 @@ int main(int argc, char **argv) {
         cudaMemcpyAsync(d, recs.data(), n * sizeof(GppResult), cudaMemcpyHostToDevice, st);
         cudaStreamSynchronize(st);
         const uint64_t t0 = now_ns();
-        if (device_store->update_after(st, d, n) != cudaSuccess) failed = true;
+        if (device_store->update_on(st, d, n) != cudaSuccess) failed = true;
         cudaStreamSynchronize(st);
         seconds += (now_ns() - t0) / 1e9;
         meter.added(n, 1000000000ull + first + n);
@@ -401,9 +431,13 @@ int main(int argc, char **argv) {
                        : "(table in host memory)")
        << " | " << r.note << " |\n";
   }
-  md << "| streams, records left on the device (flows only) | " << fmt2(only_base) << " | "
-     << fmt2(only) << " | " << gppbench::fmt(only_base > 0 ? 100 * only / only_base : 0, 1)
-     << " % | ≥ 400 Mpps: " << (only >= 400 ? "met" : "**missed**") << " | |\n\n";
+  for (const OnlyRow &r : only_rows)
+    md << "| streams, records left on the device (flows only), " << r.batch
+       << "-packet batches | " << fmt2(r.base) << " | " << fmt2(r.flows) << " | "
+       << gppbench::fmt(r.base > 0 ? 100 * r.flows / r.base : 0, 1)
+       << " % | ≥ 400 Mpps: " << (r.flows >= 400 ? "met" : "**missed**") << " | " << r.note
+       << " |\n";
+  md << "\n";
   md << "Capacity: " << o.capacity << " distinct flows counted into one device table of "
      << gppbench::fmt_bytes(table_bytes) << " (" << table_bytes / std::max<uint32_t>(o.capacity, 1)
      << " bytes a flow: two 128-byte slots each): " << created << " tracked, " << untracked

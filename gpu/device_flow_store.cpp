@@ -28,64 +28,85 @@ DeviceFlowStore::DeviceFlowStore(int device, uint32_t capacity)
 }
 
 DeviceFlowStore::~DeviceFlowStore() {
-  // Updates the engines queued may still run: the memory waits for them.
-  if (stream_.get()) cuda_release(cudaStreamSynchronize(stream_.get()));
+  // Batches the engines queued may still count into the table: the memory
+  // waits for them.
+  if (stream_.get() && after_batches() == cudaSuccess)
+    cuda_release(cudaStreamSynchronize(stream_.get()));
 }
 
-cudaError_t DeviceFlowStore::reserve(uint32_t max_packets) {
-  cudaError_t e = cudaSetDevice(device_);
-  if (e == cudaSuccess)
-    e = slot_of_.reserve(static_cast<size_t>(std::max(max_packets, 1u)) * sizeof(uint32_t),
-                         stream_.get());
-  return e == cudaSuccess ? cudaStreamSynchronize(stream_.get()) : e;
+cudaError_t DeviceFlowStore::counted_on(cudaStream_t batch_stream) {
+  auto known = std::find_if(batch_streams_.begin(), batch_streams_.end(),
+                            [&](const BatchStream &b) { return b.stream == batch_stream; });
+  if (known == batch_streams_.end()) {
+    // Streams of engines gone (mode switches) are forgotten once their
+    // last batch is done.
+    if (batch_streams_.size() >= kMaxBatchStreams)
+      batch_streams_.erase(std::remove_if(batch_streams_.begin(), batch_streams_.end(),
+                                          [](const BatchStream &b) {
+                                            return cudaEventQuery(b.counted.get()) == cudaSuccess;
+                                          }),
+                           batch_streams_.end());
+    try {
+      batch_streams_.push_back(BatchStream{batch_stream, Event(cudaEventDisableTiming)});
+    } catch (const CudaError &e) {
+      return e.code();
+    }
+    known = batch_streams_.end() - 1;
+  }
+  return cudaEventRecord(known->counted.get(), batch_stream);
 }
 
-cudaError_t DeviceFlowStore::launch_update(const GppResult *records, uint32_t count) {
-  cudaError_t e = slot_of_.reserve(static_cast<size_t>(std::max(count, 1u)) * sizeof(uint32_t),
-                                   stream_.get());
-  if (e != cudaSuccess) return e;
-  return launch_flow_update(view(), records, count, slot_of_.get<uint32_t>(),
-                            counts_.get<FlowLaunchCounts>(), stream_.get());
-}
-
-cudaError_t DeviceFlowStore::update_after(cudaStream_t batch_stream, const GppResult *records,
-                                          uint32_t count) {
+cudaError_t DeviceFlowStore::update_on(cudaStream_t batch_stream, const GppResult *records,
+                                       uint32_t count) {
   if (count == 0) return cudaSuccess;
-  cudaError_t e;
-  if ((e = cudaEventRecord(ready_.get(), batch_stream)) != cudaSuccess ||
-      (e = cudaStreamWaitEvent(stream_.get(), ready_.get(), 0)) != cudaSuccess ||
-      (e = launch_update(records, count)) != cudaSuccess ||
-      (e = cudaEventRecord(done_.get(), stream_.get())) != cudaSuccess)
-    return e;
-  return cudaStreamWaitEvent(batch_stream, done_.get(), 0);
+  const cudaError_t e = launch_flow_update(batch_target(), records, count, batch_stream);
+  return e == cudaSuccess ? counted_on(batch_stream) : e;
 }
 
-bool DeviceFlowStore::sync(const char *what, std::string *error) {
-  const cudaError_t e = cudaStreamSynchronize(stream_.get());
-  if (e == cudaSuccess) return true;
-  if (error)
-    *error = std::string("GPU flow table (") + what + "): " + cudaGetErrorName(e) + " (" +
-             cudaGetErrorString(e) + ")";
+cudaError_t DeviceFlowStore::after_batches() {
+  for (const BatchStream &b : batch_streams_) {
+    const cudaError_t e = cudaStreamWaitEvent(stream_.get(), b.counted.get(), 0);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+// Every step below runs on the table's stream after the batches counted
+// before it and waits for itself: sweeps are rare, their callers need the
+// answer, and the batches queued after a step see what it did.  Errors
+// leave as "GPU flow table (step): what failed: CUDA's words".
+
+bool DeviceFlowStore::begin(std::string *why) {
+  return cuda_ok(cudaSetDevice(device_), "cudaSetDevice", why) &&
+         cuda_ok(after_batches(), "waiting for the batches counted so far", why);
+}
+
+bool DeviceFlowStore::copy_sync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                                std::string *why) {
+  return cuda_ok(cudaMemcpyAsync(dst, src, bytes, kind, stream_.get()), "cudaMemcpyAsync", why) &&
+         cuda_ok(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize", why);
+}
+
+bool DeviceFlowStore::failed(const char *step, const std::string &why, std::string *error) {
+  if (error) *error = std::string("GPU flow table (") + step + "): " + why;
   return false;
 }
 
-// Every step below runs on the table's stream after the updates queued
-// before it, and waits for itself: sweeps are rare, and their callers need
-// the answer.
+uint32_t *DeviceFlowStore::host_count() {
+  return reinterpret_cast<uint32_t *>(host_words_.get<uint8_t>() + sizeof(FlowLaunchCounts));
+}
 
 bool DeviceFlowStore::settle(FlowCounters &c, std::string *error) {
   std::string why;
   auto *host = host_words_.get<FlowLaunchCounts>();
-  if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why) ||
+  if (!begin(&why) ||
       !cuda_ok(cudaMemcpyAsync(host, counts_.get(), sizeof *host, cudaMemcpyDeviceToHost,
                                stream_.get()),
                "cudaMemcpyAsync", &why) ||
       !cuda_ok(cudaMemsetAsync(counts_.get(), 0, counts_.size(), stream_.get()),
-               "cudaMemsetAsync", &why)) {
-    if (error) *error = "GPU flow table (counts): " + why;
-    return false;
-  }
-  if (!sync("counts", error)) return false;
+               "cudaMemsetAsync", &why) ||
+      !cuda_ok(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize", &why))
+    return failed("counts", why, error);
   c.packets_not_ip += host->not_ip;
   c.packets_untracked += host->no_room;
   c.flows_created += host->created;
@@ -94,12 +115,9 @@ bool DeviceFlowStore::settle(FlowCounters &c, std::string *error) {
 
 bool DeviceFlowStore::end_flows(const FlowEndRule &rule, uint16_t seed,
                                 std::vector<GppFlowRecord> &out, std::string *error) {
-  auto *count = reinterpret_cast<uint32_t *>(host_words_.get<uint8_t>() + sizeof(FlowLaunchCounts));
+  uint32_t *count = host_count();
   std::string why;
-  if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why)) {
-    if (error) *error = "GPU flow table (sweep): " + why;
-    return false;
-  }
+  if (!begin(&why)) return failed("sweep", why, error);
   // A chunk of records at a time; a flow past the chunk stays live for the
   // next launch.
   do {
@@ -108,23 +126,12 @@ bool DeviceFlowStore::end_flows(const FlowEndRule &rule, uint16_t seed,
         !cuda_ok(launch_flow_end(view(), rule, seed, end_records_.get<GppFlowRecord>(),
                                  kEndChunk, end_count_.get<uint32_t>(), stream_.get()),
                  "launching the sweep", &why) ||
-        !cuda_ok(cudaMemcpyAsync(count, end_count_.get(), sizeof(uint32_t),
-                                 cudaMemcpyDeviceToHost, stream_.get()),
-                 "cudaMemcpyAsync", &why)) {
-      if (error) *error = "GPU flow table (sweep): " + why;
-      return false;
-    }
-    if (!sync("sweep", error)) return false;
+        !copy_sync(count, end_count_.get(), sizeof(uint32_t), cudaMemcpyDeviceToHost, &why))
+      return failed("sweep", why, error);
     const uint32_t got = std::min(*count, kEndChunk);
-    if (got &&
-        (!cuda_ok(cudaMemcpyAsync(host_records_.get(), end_records_.get(),
-                                  got * sizeof(GppFlowRecord), cudaMemcpyDeviceToHost,
-                                  stream_.get()),
-                  "cudaMemcpyAsync", &why) ||
-         !sync("sweep records", error))) {
-      if (error && !why.empty()) *error = "GPU flow table (sweep): " + why;
-      return false;
-    }
+    if (got && !copy_sync(host_records_.get(), end_records_.get(), got * sizeof(GppFlowRecord),
+                          cudaMemcpyDeviceToHost, &why))
+      return failed("sweep records", why, error);
     const auto *records = host_records_.get<GppFlowRecord>();
     out.insert(out.end(), records, records + got);
   } while (*count > kEndChunk);
@@ -132,56 +139,58 @@ bool DeviceFlowStore::end_flows(const FlowEndRule &rule, uint16_t seed,
 }
 
 bool DeviceFlowStore::live_ages(std::vector<FlowAge> &out, std::string *error) {
+  std::string why;
+  if (!begin(&why)) return failed("eviction", why, error);
   // Rare (a full table): temporary memory is fine here.
+  DeviceMemory ages;
   try {
-    GPP_CUDA_TRY(cudaSetDevice(device_));
-    DeviceMemory ages(static_cast<size_t>(capacity_) * sizeof(FlowAge));
-    auto *count = reinterpret_cast<uint32_t *>(host_words_.get<uint8_t>() + sizeof(FlowLaunchCounts));
-    GPP_CUDA_TRY(cudaMemsetAsync(end_count_.get(), 0, sizeof(uint32_t), stream_.get()));
-    GPP_CUDA_TRY(launch_flow_ages(view(), ages.get<FlowAge>(), end_count_.get<uint32_t>(),
-                                  stream_.get()));
-    GPP_CUDA_TRY(cudaMemcpyAsync(count, end_count_.get(), sizeof(uint32_t),
-                                 cudaMemcpyDeviceToHost, stream_.get()));
-    GPP_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
-    const size_t first = out.size();
-    out.resize(first + *count);
-    GPP_CUDA_TRY(cudaMemcpyAsync(out.data() + first, ages.get(), *count * sizeof(FlowAge),
-                                 cudaMemcpyDeviceToHost, stream_.get()));
-    GPP_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
-    return true;
+    ages = DeviceMemory(static_cast<size_t>(capacity_) * sizeof(FlowAge));
   } catch (const CudaError &e) {
-    if (error) *error = std::string("GPU flow table (eviction): ") + e.what();
-    return false;
+    return failed("eviction", e.what(), error);
   }
+  uint32_t *count = host_count();
+  if (!cuda_ok(cudaMemsetAsync(end_count_.get(), 0, sizeof(uint32_t), stream_.get()),
+               "cudaMemsetAsync", &why) ||
+      !cuda_ok(launch_flow_ages(view(), ages.get<FlowAge>(), end_count_.get<uint32_t>(),
+                                stream_.get()),
+               "launching the age scan", &why) ||
+      !copy_sync(count, end_count_.get(), sizeof(uint32_t), cudaMemcpyDeviceToHost, &why))
+    return failed("eviction", why, error);
+  const size_t first = out.size();
+  out.resize(first + *count);
+  if (!copy_sync(out.data() + first, ages.get(), *count * sizeof(FlowAge), cudaMemcpyDeviceToHost,
+                 &why))
+    return failed("eviction", why, error);
+  return true;
 }
 
 bool DeviceFlowStore::rebuild(std::string *error) {
+  std::string why;
+  if (!begin(&why)) return failed("rebuild", why, error);
+  DeviceMemory fresh;
   try {
-    GPP_CUDA_TRY(cudaSetDevice(device_));
-    DeviceMemory fresh(slots_.size());
-    GPP_CUDA_TRY(cudaMemsetAsync(fresh.get(), 0, fresh.size(), stream_.get()));
-    GPP_CUDA_TRY(launch_flow_reinsert(view(), FlowTableView{fresh.get<FlowSlot>(), capacity_},
-                                      stream_.get()));
-    GPP_CUDA_TRY(cudaStreamSynchronize(stream_.get()));
-    std::swap(slots_, fresh);
-    return true;
+    fresh = DeviceMemory(slots_.size());
   } catch (const CudaError &e) {
-    if (error) *error = std::string("GPU flow table (rebuild): ") + e.what();
-    return false;
+    return failed("rebuild", e.what(), error);
   }
+  if (!cuda_ok(cudaMemsetAsync(fresh.get(), 0, fresh.size(), stream_.get()), "cudaMemsetAsync",
+               &why) ||
+      !cuda_ok(launch_flow_reinsert(view(), FlowTableView{fresh.get<FlowSlot>(), capacity_},
+                                    stream_.get()),
+               "launching the reinsert", &why) ||
+      !cuda_ok(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize", &why))
+    return failed("rebuild", why, error);
+  std::swap(slots_, fresh);
+  return true;
 }
 
 bool DeviceFlowStore::read_slots(std::vector<FlowSlot> &out, std::string *error) {
   out.resize(capacity_);
   std::string why;
-  if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why) ||
-      !cuda_ok(cudaMemcpyAsync(out.data(), slots_.get(), slots_.size(), cudaMemcpyDeviceToHost,
-                               stream_.get()),
-               "cudaMemcpyAsync", &why)) {
-    if (error) *error = "GPU flow table (read): " + why;
-    return false;
-  }
-  return sync("read", error);
+  if (!begin(&why) ||
+      !copy_sync(out.data(), slots_.get(), slots_.size(), cudaMemcpyDeviceToHost, &why))
+    return failed("read", why, error);
+  return true;
 }
 
 bool DeviceFlowStore::write_slots(const std::vector<FlowSlot> &slots, std::string *error) {
@@ -190,14 +199,10 @@ bool DeviceFlowStore::write_slots(const std::vector<FlowSlot> &slots, std::strin
     return false;
   }
   std::string why;
-  if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why) ||
-      !cuda_ok(cudaMemcpyAsync(slots_.get(), slots.data(), slots_.size(), cudaMemcpyHostToDevice,
-                               stream_.get()),
-               "cudaMemcpyAsync", &why)) {
-    if (error) *error = "GPU flow table (write): " + why;
-    return false;
-  }
-  return sync("write", error);
+  if (!begin(&why) ||
+      !copy_sync(slots_.get(), slots.data(), slots_.size(), cudaMemcpyHostToDevice, &why))
+    return failed("write", why, error);
+  return true;
 }
 
 std::unique_ptr<FlowStore> make_device_flow_store(int device_id, uint32_t capacity,

@@ -1,11 +1,14 @@
 // A flow table in a CUDA device's memory (flow_meter.h's FlowStore): the GPU
-// engines count each batch into it on the device, ordered on one stream of
-// its own, and FlowMeter's sweeps run as kernels over it.  Host code; CUDA
-// types, so only gpu/ sees this header (the element asks engine.h's
-// make_device_flow_store for one).
+// engines' batch kernels count their packets into it on the batches' own
+// streams, several batches at once (the update commutes: flow_table.h), and
+// FlowMeter's sweeps run as kernels over it on a stream of the table's own,
+// after every batch counted before them.  Host code; CUDA types, so only gpu/
+// sees this header (the element asks engine.h's make_device_flow_store for
+// one).
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "cuda_util.h"
 #include "flow_kernels.h"
@@ -19,15 +22,18 @@ public:
   DeviceFlowStore(int device, uint32_t capacity);
   ~DeviceFlowStore() override;
 
-  // Counts `count` device-readable records into the table once the work
-  // queued on `batch_stream` so far is done; the work queued on it later
-  // waits for the update.  Updates run in the order of these calls.
-  // Per-batch path: a status, no allocation beyond growing scratch.
-  cudaError_t update_after(cudaStream_t batch_stream, const GppResult *records, uint32_t count);
-  // Makes room for batches of up to `max_packets` at set-up, so that no
-  // update allocates: growing device memory while a persistent kernel runs
-  // can wait for it to end.
-  cudaError_t reserve(uint32_t max_packets);
+  // What a batch kernel launched now counts its packets into (the slots
+  // move when a sweep rebuilds the table).
+  FlowDeviceTarget batch_target() const {
+    return FlowDeviceTarget{view(), counts_.get<FlowLaunchCounts>()};
+  }
+  // The work queued on `batch_stream` so far (a kernel given batch_target())
+  // counts into the table: the table's own steps wait for it.  Per-batch
+  // path: a status; the first call for a stream makes its event.
+  cudaError_t counted_on(cudaStream_t batch_stream);
+  // Counts `count` device-readable records into the table on `batch_stream`
+  // (records a kernel other than the packet kernels wrote).
+  cudaError_t update_on(cudaStream_t batch_stream, const GppResult *records, uint32_t count);
 
   int device() const override { return device_; }
   uint32_t capacity() const override { return capacity_; }
@@ -42,17 +48,29 @@ public:
 private:
   // Records a sweep kernel hands back at a time.
   static constexpr uint32_t kEndChunk = 1u << 16;
+  // Batch streams remembered before done ones are dropped.
+  static constexpr size_t kMaxBatchStreams = 32;
 
   FlowTableView view() const { return FlowTableView{slots_.get<FlowSlot>(), capacity_}; }
-  cudaError_t launch_update(const GppResult *records, uint32_t count);
-  bool sync(const char *what, std::string *error);
+  // Makes the table's stream wait for every batch counted so far.
+  cudaError_t after_batches();
+  // A step's start: the device current, the table's stream after the batches.
+  bool begin(std::string *why);
+  // Copies on the table's stream and waits for it.
+  bool copy_sync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, std::string *why);
+  static bool failed(const char *step, const std::string &why, std::string *error);
+  uint32_t *host_count(); // host_words_' count word
+
+  struct BatchStream {
+    cudaStream_t stream;
+    Event counted; // recorded after its latest batch's update
+  };
 
   int device_;
   uint32_t capacity_;
-  Stream stream_;       // every step on the table, in order
-  Event ready_, done_;  // a batch's records ready; its update done
+  Stream stream_; // the whole-table steps, in order
+  std::vector<BatchStream> batch_streams_;
   DeviceMemory slots_;
-  StreamOrderedMemory slot_of_; // per packet of a batch, on stream_
   DeviceMemory counts_;         // FlowLaunchCounts since the last settle
   DeviceMemory end_records_;    // GppFlowRecord[kEndChunk]
   DeviceMemory end_count_;      // uint32_t

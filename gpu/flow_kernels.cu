@@ -1,30 +1,16 @@
 #include "flow_kernels.h"
 
+#include "flow_device.cuh"
+
 #include <algorithm>
 
 namespace gpp {
 namespace {
 
-constexpr uint32_t kNoSlot = 0xffffffffu;
-
-__global__ void flow_update_kernel(FlowTableView table, const GppResult *records, uint32_t count,
-                                   uint32_t *slot_of, FlowLaunchCounts *counts) {
+__global__ void flow_update_kernel(FlowDeviceTarget target, const GppResult *records,
+                                   uint32_t count) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count) return;
-  uint32_t slot = kNoSlot;
-  const FlowUpdate outcome = flow_update(table, records[i], &slot);
-  slot_of[i] = slot;
-  uint32_t *counter = outcome == kFlowNotIp     ? &counts->not_ip
-                      : outcome == kFlowCounted ? &counts->counted
-                      : outcome == kFlowNew     ? &counts->created
-                                                : &counts->no_room;
-  atomicAdd(counter, 1u);
-}
-
-__global__ void flow_first_kernel(FlowTableView table, const GppResult *records, uint32_t count,
-                                  const uint32_t *slot_of) {
-  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count && slot_of[i] != kNoSlot) flow_first_packet(table, records[i], slot_of[i]);
+  if (i < count) flow_count_packet(target, records[i]);
 }
 
 // Enough blocks to fill an H200 a few times over; each walks the table in
@@ -71,7 +57,6 @@ uint32_t sweep_blocks(uint32_t slots) {
 cudaError_t preload_flow_kernels() {
   cudaFuncAttributes attributes;
   for (const void *kernel : {reinterpret_cast<const void *>(flow_update_kernel),
-                             reinterpret_cast<const void *>(flow_first_kernel),
                              reinterpret_cast<const void *>(flow_end_kernel),
                              reinterpret_cast<const void *>(flow_ages_kernel),
                              reinterpret_cast<const void *>(flow_reinsert_kernel)}) {
@@ -102,14 +87,12 @@ cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView 
   return cudaGetLastError();
 }
 
-cudaError_t launch_flow_update(const FlowTableView &table, const GppResult *records,
-                               uint32_t count, uint32_t *slot_of, FlowLaunchCounts *counts,
-                               cudaStream_t stream) {
+cudaError_t launch_flow_update(const FlowDeviceTarget &target, const GppResult *records,
+                               uint32_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   constexpr uint32_t kThreads = 256;
-  const uint32_t blocks = (count + kThreads - 1) / kThreads;
-  flow_update_kernel<<<blocks, kThreads, 0, stream>>>(table, records, count, slot_of, counts);
-  flow_first_kernel<<<blocks, kThreads, 0, stream>>>(table, records, count, slot_of);
+  flow_update_kernel<<<(count + kThreads - 1) / kThreads, kThreads, 0, stream>>>(target, records,
+                                                                                 count);
   return cudaGetLastError();
 }
 

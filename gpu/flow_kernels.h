@@ -1,6 +1,6 @@
 // The flow table on a CUDA device: gpu/flow_table.h's update, one thread per
-// packet, then its first-packet pass; and the whole-table steps of a sweep,
-// one thread per slot.  Host-callable, asynchronous on `stream`.
+// packet; and the whole-table steps of a sweep, one thread per slot.
+// Host-callable, asynchronous on `stream`.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,17 +18,12 @@ namespace gpp {
 // idle, which a running persistent kernel never lets it do.
 [[nodiscard]] cudaError_t preload_flow_kernels();
 
-// Per-outcome packet counts of one launch (FlowUpdate order).
-struct FlowLaunchCounts {
-  uint32_t not_ip, counted, created, no_room;
-};
-
-// Counts `count` device-resident records into the device table `table`;
-// `slot_of` (count entries) and `counts` are device scratch.  Asynchronous
-// on `stream`.
-[[nodiscard]] cudaError_t launch_flow_update(const FlowTableView &table, const GppResult *records,
-                                             uint32_t count, uint32_t *slot_of,
-                                             FlowLaunchCounts *counts, cudaStream_t stream);
+// Counts `count` device-resident records into the device table `target`
+// (the packet kernels can do this themselves: packet_kernels.h).
+// Asynchronous on `stream`.
+[[nodiscard]] cudaError_t launch_flow_update(const FlowDeviceTarget &target,
+                                             const GppResult *records, uint32_t count,
+                                             cudaStream_t stream);
 
 // Ends the live flows `rule` ends, writing their records to out[0..capacity)
 // in no particular order; *out_count (zeroed by the caller) counts every flow

@@ -1,7 +1,6 @@
 #include "flow_meter.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace gpp {
 
@@ -11,21 +10,16 @@ uint32_t flow_table_slots(uint32_t max_flows) {
   return n;
 }
 
-namespace {
-constexpr uint32_t kNoSlot = 0xffffffffu;
-} // namespace
-
 // ---- the host's store -------------------------------------------------------
 
 HostFlowStore::HostFlowStore(uint32_t capacity, unsigned threads)
-    : slots_(capacity), threads_(std::max(1u, threads)) {}
+    : slots_(capacity), pool_(threads) {}
 
 void HostFlowStore::add_range(const GppResult *records, uint32_t begin, uint32_t end,
                               FlowCounters &c) {
   const FlowTableView view{slots_.data(), capacity()};
   for (uint32_t i = begin; i < end; ++i) {
-    slot_of_[i] = kNoSlot;
-    switch (flow_update(view, records[i], &slot_of_[i])) {
+    switch (flow_update(view, records[i])) {
       case kFlowNotIp: c.packets_not_ip++; break;
       case kFlowNoRoom: c.packets_untracked++; break;
       case kFlowNew: c.flows_created++; break;
@@ -36,23 +30,12 @@ void HostFlowStore::add_range(const GppResult *records, uint32_t begin, uint32_t
 
 void HostFlowStore::add(const GppResult *records, uint32_t count) {
   if (count == 0) return;
-  slot_of_.resize(count);
-  const unsigned threads = std::min<unsigned>(threads_, count / 256 + 1);
-  std::vector<FlowCounters> partial(threads);
-  if (threads == 1) {
-    add_range(records, 0, count, partial[0]);
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        add_range(records, count * t / threads, count * (t + 1) / threads, partial[t]);
-      });
-    for (auto &th : pool) th.join();
-  }
-  // The first-packet fields, once every packet of the batch has been counted.
-  const FlowTableView view{slots_.data(), capacity()};
-  for (uint32_t i = 0; i < count; ++i)
-    if (slot_of_[i] != kNoSlot) flow_first_packet(view, records[i], slot_of_[i]);
+  // Fewer threads for small batches: handing work out costs more.
+  const unsigned chunks = std::min<unsigned>(pool_.threads(), count / 256 + 1);
+  std::vector<FlowCounters> partial(chunks);
+  pool_.run(chunks, [&](unsigned t) {
+    add_range(records, count * t / chunks, count * (t + 1) / chunks, partial[t]);
+  });
   for (const FlowCounters &c : partial) {
     unsettled_.packets_not_ip += c.packets_not_ip;
     unsettled_.packets_untracked += c.packets_untracked;

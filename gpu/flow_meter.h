@@ -8,7 +8,7 @@
 // caller sees: add() (host) or added() (a device store counted the batch)
 // per batch, sweep() where it may emit records, flush() at the end of a
 // stream.  Not thread-safe as a whole; add() spreads a batch over `threads`
-// host threads.
+// host threads (a pool the host store keeps).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,7 @@
 #include <gpupacket/packet-result.h>
 
 #include "flow_table.h"
+#include "worker_pool.h"
 
 namespace gpp {
 
@@ -38,6 +39,8 @@ struct FlowSettings {
   // last check (and whenever the table is nearly full).
   uint64_t sweep_interval_ns = 1000000000ull;
   uint16_t community_id_seed = kDefaultCommunityIdSeed;
+  // Host threads a host table's add() spreads a batch over, 0 = one per
+  // core.
   unsigned threads = 1;
 };
 
@@ -101,9 +104,8 @@ private:
   void add_range(const GppResult *records, uint32_t begin, uint32_t end, FlowCounters &c);
 
   std::vector<FlowSlot> slots_;
-  unsigned threads_;
-  FlowCounters unsettled_;        // what add() did since settle()
-  std::vector<uint32_t> slot_of_; // per packet of the batch in add()
+  WorkerPool pool_;
+  FlowCounters unsettled_; // what add() did since settle()
 };
 
 class FlowMeter {

@@ -7,8 +7,12 @@
 // update is commutative — counters are atomic adds, the time span atomic
 // min / max, TCP flags atomic or, the DPI pattern an atomic min — and the
 // flow's first packet is the one with the lowest packet number (an atomic
-// min over (number, direction)), which then writes the first-packet fields
-// (RSS hash, ACL verdict) in a second pass that only it can win.  A slot is
+// min over (number, direction)).  A packet whose atomic min lowered that
+// word writes the first-packet fields (RSS hash, ACL verdict) under the
+// slot's lock if it is still the lowest then; the lowest packet always
+// does, after any packet it displaced, so the fields are its own whatever
+// the order — and one pass does it all, so batches on different GPU streams
+// may update the table at the same time.  A slot is
 // claimed with a compare-and-swap; a thread that finds one being claimed
 // waits for its key.  Slots of ended flows become tombstones, never reused
 // while threads insert (two threads could otherwise claim two slots for one
@@ -52,14 +56,16 @@ GPP_HOST_DEVICE inline void flow_atomic_or(uint32_t *p, uint32_t v) {
 #endif
 }
 
-GPP_HOST_DEVICE inline void flow_atomic_min(uint64_t *p, uint64_t v) {
+// Returns the value before: above v when v became the minimum.
+GPP_HOST_DEVICE inline uint64_t flow_atomic_min(uint64_t *p, uint64_t v) {
 #if defined(__CUDA_ARCH__)
-  atomicMin(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v));
+  return atomicMin(reinterpret_cast<unsigned long long *>(p), static_cast<unsigned long long>(v));
 #else
   uint64_t seen = __atomic_load_n(p, __ATOMIC_RELAXED);
   while (v < seen && !__atomic_compare_exchange_n(p, &seen, v, true, __ATOMIC_RELAXED,
                                                   __ATOMIC_RELAXED)) {
   }
+  return seen;
 #endif
 }
 
@@ -111,6 +117,39 @@ GPP_HOST_DEVICE inline uint32_t flow_load_fresh(const uint32_t *p) {
   return __ldcg(p);
 #else
   return *p;
+#endif
+}
+
+// A 64-bit word other threads may be lowering (a slot's first packet),
+// read fresh.
+GPP_HOST_DEVICE inline uint64_t flow_load_fresh(const uint64_t *p) {
+#if defined(__CUDA_ARCH__)
+  return __ldcg(reinterpret_cast<const unsigned long long *>(p));
+#else
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
+// A bit of a word that other bits of which threads set with atomic or
+// (a slot's TCP flags) serves as a lock: what one holder wrote, the next
+// holder's writes follow.
+GPP_HOST_DEVICE inline void flow_lock(uint32_t *word, uint32_t bit) {
+#if defined(__CUDA_ARCH__)
+  while (atomicOr(word, bit) & bit) {
+  }
+  __threadfence();
+#else
+  while (__atomic_fetch_or(word, bit, __ATOMIC_ACQUIRE) & bit) {
+  }
+#endif
+}
+
+GPP_HOST_DEVICE inline void flow_unlock(uint32_t *word, uint32_t bit) {
+#if defined(__CUDA_ARCH__)
+  __threadfence();
+  atomicAnd(word, ~bit);
+#else
+  __atomic_fetch_and(word, ~bit, __ATOMIC_RELEASE);
 #endif
 }
 
@@ -208,29 +247,43 @@ struct alignas(16) FlowSlot {
   uint64_t start_ns, end_ns; // atomic min / max
   uint64_t packets[2];       // by key direction: [0] from a to b
   uint64_t bytes[2];
-  uint32_t tcp_flags;        // bits 0-7 from a to b, 8-15 back: atomic or
+  // Bits 0-7 from a to b, 8-15 back: atomic or.  Bit 31 (kFlowFieldsLock)
+  // is held while a packet writes the first-packet fields.
+  uint32_t tcp_flags;
   uint32_t dpi_pattern;      // atomic min, kFlowNoPattern = none
   uint32_t dpi_hits;         // atomic add
-  // Written by the first packet only (second pass).
+  // The first packet's (flow_update).
   uint32_t rss_hash;
   int32_t acl_rule;
   uint8_t acl_action;
   uint8_t reserved[3];
 };
 
+constexpr uint32_t kFlowFieldsLock = 1u << 31;
+
 struct FlowTableView {
   FlowSlot *slots;
   uint32_t capacity; // a power of two
 };
 
+// Per-outcome packet counts (FlowUpdate order), as a GPU kernel keeps them.
+struct FlowLaunchCounts {
+  uint32_t not_ip, counted, created, no_room;
+};
+
+// What a batch's GPU kernel needs to count its packets into a device table
+// (flow_device.cuh); slots null: no table.
+struct FlowDeviceTarget {
+  FlowTableView table;
+  FlowLaunchCounts *counts;
+};
+
 // What flow_update did with a packet.
 enum FlowUpdate : int { kFlowNotIp = 0, kFlowCounted = 1, kFlowNew = 2, kFlowNoRoom = 3 };
 
-// Counts one parsed packet into its flow, creating the flow if needed; the
-// slot index goes to *slot_index (for flow_first_packet).  Any number of
-// threads may update at once.
-GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppResult &r,
-                                              uint32_t *slot_index) {
+// Counts one parsed packet into its flow, creating the flow if needed.  Any
+// number of threads may update at once, in any order.
+GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppResult &r) {
   FlowKey key;
   int dir = 0;
   if (!flow_key_of(r, key, dir)) return kFlowNotIp;
@@ -268,8 +321,17 @@ GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppR
       slot = &s;
   }
   if (!slot) return kFlowNoRoom;
-  *slot_index = static_cast<uint32_t>(slot - t.slots);
-  flow_atomic_min(&slot->first, (r.packet_number << 1) | static_cast<uint64_t>(dir));
+  const uint64_t mine = (r.packet_number << 1) | static_cast<uint64_t>(dir);
+  if (flow_atomic_min(&slot->first, mine) > mine) {
+    // The first packet so far: its fields, unless a lower one came since.
+    flow_lock(&slot->tcp_flags, kFlowFieldsLock);
+    if (flow_load_fresh(&slot->first) == mine) {
+      slot->rss_hash = r.rss_hash;
+      slot->acl_rule = r.acl_action ? r.acl_rule : -1;
+      slot->acl_action = r.acl_action;
+    }
+    flow_unlock(&slot->tcp_flags, kFlowFieldsLock);
+  }
   flow_atomic_min(&slot->start_ns, r.timestamp_ns);
   flow_atomic_max(&slot->end_ns, r.timestamp_ns);
   flow_atomic_add(&slot->packets[dir], 1);
@@ -281,17 +343,6 @@ GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppR
     if (r.dpi_hits) flow_atomic_add(&slot->dpi_hits, r.dpi_hits);
   }
   return outcome;
-}
-
-// Second pass, after every packet of the batch ran flow_update: the flow's
-// first packet writes the fields a flow takes from it.
-GPP_HOST_DEVICE inline void flow_first_packet(const FlowTableView &t, const GppResult &r,
-                                              uint32_t slot_index) {
-  FlowSlot &s = t.slots[slot_index];
-  if ((s.first >> 1) != r.packet_number) return;
-  s.rss_hash = r.rss_hash;
-  s.acl_rule = r.acl_action ? r.acl_rule : -1;
-  s.acl_action = r.acl_action;
 }
 
 // ---- ending flows -----------------------------------------------------------

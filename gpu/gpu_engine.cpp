@@ -139,8 +139,7 @@ public:
   static constexpr size_t kPresizeBytes = 8u << 20;
 
   StreamEngine(Mode mode, const EngineSettings &s)
-      : mode_(mode), wait_(s.wait), device_(s.device_id), records_to_host_(s.records_to_host),
-        max_batch_bytes_(s.max_batch_bytes) {
+      : mode_(mode), wait_(s.wait), device_(s.device_id), records_to_host_(s.records_to_host) {
     const unsigned flags = cudaEventDisableTiming |
                            (s.wait == WaitStrategy::Block ? cudaEventBlockingSync : 0);
     const unsigned count = std::max(1u, s.num_streams);
@@ -166,11 +165,6 @@ public:
   bool attach_flows(FlowStore *store) override {
     auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
     if (store && (!device_store || device_store->device() != device_)) return false;
-    // A batch holds at most one packet per descriptor that fits max_batch_bytes.
-    if (device_store &&
-        device_store->reserve(static_cast<uint32_t>(
-            std::min<size_t>(max_batch_bytes_ / sizeof(GppPacketDesc), UINT32_MAX))) != cudaSuccess)
-      return false;
     flows_ = device_store;
     return true;
   }
@@ -186,15 +180,15 @@ public:
     StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
     cudaStream_t st = slot.stream.get();
+    // With a flow table, the batch kernel counts each packet into it.
+    const FlowDeviceTarget flows = flows_ ? flows_->batch_target() : FlowDeviceTarget{};
     bool ok = true;
     if (count == 0) {
       // Nothing to compute; the event still marks the slot's place in order.
     } else if (mode_ == Mode::ZeroCopy) {
-      // The kernel wrote the records to pinned host memory, which the flow
-      // update reads where they lie.
-      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, results, st),
+      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, results, st, flows),
                    "launching the zero-copy kernel", error) &&
-           count_flows(st, results, count, error);
+           counted(st, error);
     } else {
       // Device buffers grow to the largest batch seen (the slot is idle here).
       ok = cuda_ok(slot.batch.reserve(batch_size, st), "growing a slot's batch buffer", error) &&
@@ -205,17 +199,17 @@ public:
                                      st),
                      "copying a batch to the device", error) &&
              cuda_ok(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
-                                          slot.results.get<GppResult>(), st),
+                                          slot.results.get<GppResult>(), st, flows),
                      "launching the kernel", error) &&
-             count_flows(st, slot.results.get<GppResult>(), count, error) &&
+             counted(st, error) &&
              (!records_to_host_ ||
               cuda_ok(cudaMemcpyAsync(results, slot.results.get(), results_size,
                                       cudaMemcpyDeviceToHost, st),
                       "copying results to the host", error));
       else if (ok)
-        ok = replay_graph(slot, batch, batch_size, count, device_cfg, results, results_size,
-                          error) &&
-             count_flows(st, slot.results.get<GppResult>(), count, error);
+        ok = replay_graph(slot, batch, batch_size, count, device_cfg, flows, results,
+                          results_size, error) &&
+             counted(st, error);
     }
     if (!ok || !cuda_ok(cudaEventRecord(slot.done.get(), st), "cudaEventRecord", error))
       return false;
@@ -232,12 +226,11 @@ public:
   }
 
 private:
-  // With a flow table attached: the batch's records (device-readable) count
-  // into it before the rest of the slot's work (copy out, completion).
-  bool count_flows(cudaStream_t st, const GppResult *records, uint32_t count,
-                   std::string *error) {
-    return !flows_ || cuda_ok(flows_->update_after(st, records, count),
-                              "counting a batch into the GPU flow table", error);
+  // With a flow table attached: tells it the batch queued on `st` counts
+  // into it (its sweeps wait for that).
+  bool counted(cudaStream_t st, std::string *error) {
+    return !flows_ || cuda_ok(flows_->counted_on(st), "marking a batch for the GPU flow table",
+                              error);
   }
 
   // Waits for every batch in flight (before the ACL blob they read goes away).
@@ -253,11 +246,12 @@ private:
   // 1.7 us of CPU for the three updates) before a replay.  Built node by node
   // rather than captured so the node handles are at hand.
   bool replay_graph(StreamSlot &slot, const uint8_t *batch, size_t batch_size, uint32_t count,
-                    const CoreConfig &cfg, GppResult *results, size_t results_size,
-                    std::string *error) {
+                    const CoreConfig &cfg, const FlowDeviceTarget &flows, GppResult *results,
+                    size_t results_size, std::string *error) {
     slot.args.batch = slot.batch.get<uint8_t>();
     slot.args.packet_count = count;
     slot.args.cfg = cfg;
+    slot.args.flows = flows;
     slot.args.results = slot.results.get<GppResult>();
     cudaKernelNodeParams kernel_params;
     make_process_kernel_node(&slot.args, &kernel_params);
@@ -299,7 +293,6 @@ private:
   WaitStrategy wait_;
   int device_;
   bool records_to_host_; // streams
-  size_t max_batch_bytes_;
   DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;

@@ -4,6 +4,7 @@
 
 #include "acl_block.cuh"
 #include "dpi_block.cuh"
+#include "flow_device.cuh"
 
 namespace gpp {
 namespace {
@@ -27,7 +28,8 @@ __host__ __device__ __forceinline__ uint32_t dpi_packets_per_block(uint32_t pack
 }
 
 __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
-                                            GppResult &out, ClassifyStages stages) {
+                                            GppResult &out, ClassifyStages stages,
+                                            const FlowDeviceTarget &flows) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
   const GppPacketDesc d = descs[i];
@@ -37,6 +39,7 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
   process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
                  d.timestamp_ns, cfg, r, stages);
   out = r;
+  if (flows.table.slots) flow_count_packet(flows, r);
 }
 
 __host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg,
@@ -59,7 +62,8 @@ constexpr uint32_t kZeroCopyStageBytes = 16 << 10;
 // memory first (zero-copy).
 template <bool kStage>
 __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint32_t packet_count,
-                                                     const CoreConfig &cfg, GppResult *results) {
+                                                     const CoreConfig &cfg, GppResult *results,
+                                                     const FlowDeviceTarget &flows) {
   __shared__ GppResult records[kThreadsPerBlock];
   __shared__ uint32_t acl_best[kThreadsPerBlock];
   __shared__ DpiBlockScratch<kThreadsPerBlock> dpi_scratch;
@@ -110,6 +114,8 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
     dpi_apply_block(cfg.dpi, records, n,
                     [&](uint32_t p) { return base + descs[p].offset + records[p].payload_offset; },
                     dpi_scratch);
+  // Each record is final here (the block's stages are done).
+  if (flows.table.slots && threadIdx.x < n) flow_count_packet(flows, records[threadIdx.x]);
   const uint32_t words = n * sizeof(GppResult) / sizeof(uint4);
   const auto *src = reinterpret_cast<const uint4 *>(records);
   auto *dst = reinterpret_cast<uint4 *>(results + first);
@@ -119,20 +125,22 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
 // One thread per packet: packets are independent and most are short, so this
 // keeps every lane busy without cross-thread work.  Only the ACL stage is
 // shared by the block.
+// With a flow table, each thread then counts its packet into it.
 __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
-                                     CoreConfig cfg, GppResult *results) {
+                                     CoreConfig cfg, GppResult *results, FlowDeviceTarget flows) {
   if (cfg.acl || cfg.dpi) {
-    process_block_staged<false>(batch, packet_count, cfg, results);
+    process_block_staged<false>(batch, packet_count, cfg, results, flows);
     return;
   }
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < packet_count) process_one(batch, i, cfg, results[i], ClassifyStages::kInline);
+  if (i < packet_count) process_one(batch, i, cfg, results[i], ClassifyStages::kInline, flows);
 }
 
 // Zero-copy: the batch and the results are in mapped host memory.
 __global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
-                                              CoreConfig cfg, GppResult *results) {
-  process_block_staged<true>(batch, packet_count, cfg, results);
+                                              CoreConfig cfg, GppResult *results,
+                                              FlowDeviceTarget flows) {
+  process_block_staged<true>(batch, packet_count, cfg, results, flows);
 }
 
 unsigned blocks_for(uint32_t packet_count, const CoreConfig &cfg) {
@@ -143,20 +151,20 @@ unsigned blocks_for(uint32_t packet_count, const CoreConfig &cfg) {
 } // namespace
 
 cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
-                                 const CoreConfig &cfg, GppResult *results,
-                                 cudaStream_t stream) {
+                                 const CoreConfig &cfg, GppResult *results, cudaStream_t stream,
+                                 const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
   process_batch_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
-      batch, packet_count, cfg, results);
+      batch, packet_count, cfg, results, flows);
   return cudaGetLastError();
 }
 
 cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t packet_count,
                                           const CoreConfig &cfg, GppResult *host_results,
-                                          cudaStream_t stream) {
+                                          cudaStream_t stream, const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
   process_batch_zerocopy_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
-      host_batch, packet_count, cfg, host_results);
+      host_batch, packet_count, cfg, host_results, flows);
   return cudaGetLastError();
 }
 
@@ -179,6 +187,7 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
   args->params[1] = &args->packet_count;
   args->params[2] = &args->cfg;
   args->params[3] = &args->results;
+  args->params[4] = &args->flows;
   *node = cudaKernelNodeParams{};
   node->func = reinterpret_cast<void *>(process_batch_kernel);
   node->gridDim = dim3(blocks_for(args->packet_count > 0 ? args->packet_count : 1, args->cfg));

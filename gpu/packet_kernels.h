@@ -6,16 +6,19 @@
 
 #include <cstdint>
 
+#include "flow_table.h"
 #include "packet_core.h"
 
 namespace gpp {
 
 // Runs the core over every packet of a validated batch that is already in
-// device memory; writes results[0..count) in device memory.  Returns the
-// launch status (cudaGetLastError after the launch).
+// device memory; writes results[0..count) in device memory, and with a flow
+// table in `flows` counts each packet into it.  Returns the launch status
+// (cudaGetLastError after the launch).
 [[nodiscard]] cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
                                                const CoreConfig &cfg, GppResult *results,
-                                               cudaStream_t stream);
+                                               cudaStream_t stream,
+                                               const FlowDeviceTarget &flows = {});
 
 // Zero-copy: the batch and the results live in pinned host memory, which the
 // kernel reads and writes over PCIe (UVA pointers).  Each block gathers its
@@ -24,7 +27,8 @@ namespace gpp {
                                                         uint32_t packet_count,
                                                         const CoreConfig &cfg,
                                                         GppResult *host_results,
-                                                        cudaStream_t stream);
+                                                        cudaStream_t stream,
+                                                        const FlowDeviceTarget &flows = {});
 
 // Arguments of the process kernel as a CUDA graph kernel node holds them; the
 // node's parameter array points into this struct, so keep it alive and at a
@@ -34,7 +38,8 @@ struct ProcessKernelArgs {
   uint32_t packet_count = 0;
   CoreConfig cfg{};
   GppResult *results = nullptr;
-  void *params[4] = {};
+  FlowDeviceTarget flows{};
+  void *params[5] = {};
 };
 
 // Fills `node` to launch the process kernel over args->packet_count packets.

@@ -57,9 +57,8 @@ GppFlowOutput::place (gpp::Engine * engine)
     }
   }
   if (!engine->attach_flows (device >= 0 ? &meter_->store () : nullptr)) {
-    post_error ("Could not meter flows in this mode.", "the engine refused its device's flow "
-        "table (persistent: persistent-blocks above the GPU's multiprocessor count leaves no "
-        "room for the flow kernels beside the resident one)");
+    post_error ("Could not meter flows in this mode.",
+        "the engine refused its device's flow table");
     return false;
   }
   publish_counters ();

@@ -1076,6 +1076,9 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
     flow_settings.idle_timeout_ns = (guint64) self->flow_idle_timeout * GST_SECOND;
     flow_settings.active_timeout_ns = (guint64) self->flow_active_timeout * GST_SECOND;
     flow_settings.community_id_seed = (uint16_t) self->community_id_seed;
+    /* A host flow table (cpu, persistent) counts on as many threads as the
+     * cpu mode parses on. */
+    flow_settings.threads = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
     if (flows)
       state->flows.start (flow_settings);
@@ -1473,7 +1476,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "l4_checksum reads 'unverified'", DEFAULT_VERIFY_L4_CHECKSUM, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CPU_THREADS,
       g_param_spec_uint ("cpu-threads", "CPU threads",
-          "Host threads for mode=cpu, 0 = one per core; batches under 512 "
+          "Host threads for mode=cpu, and for a flow table in host memory "
+          "(mode=cpu, persistent), 0 = one per core; batches under 512 "
           "packets per thread use fewer threads, since handing them out costs more",
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,

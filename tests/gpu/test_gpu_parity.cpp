@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -211,32 +212,44 @@ size_t compare_flows(const std::string &name, const std::vector<GppResult> &reco
   }
   auto *device_store = dynamic_cast<gpp::DeviceFlowStore *>(store.get());
   gpp::FlowMeter device(settings, std::move(store));
-  cudaStream_t stream;
-  CUDA_CHECK(cudaStreamCreate(&stream));
-  DeviceBuffer<GppResult> d_records(batch_size);
+  // Batches take turns on three streams, as an engine's slots do: updates
+  // of consecutive batches run at the same time, and a sweep waits for all.
+  constexpr int kStreams = 3;
+  cudaStream_t streams[kStreams];
+  std::vector<std::unique_ptr<DeviceBuffer<GppResult>>> d_records;
+  for (int k = 0; k < kStreams; ++k) {
+    CUDA_CHECK(cudaStreamCreate(&streams[k]));
+    d_records.push_back(std::make_unique<DeviceBuffer<GppResult>>(batch_size));
+  }
   std::vector<GppFlowRecord> cpu, gpu;
   bool failed = false;
-  for (size_t first = 0; first < records.size() && !failed; first += batch_size) {
+  size_t batch = 0;
+  for (size_t first = 0; first < records.size() && !failed; first += batch_size, ++batch) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(batch_size, records.size() - first));
     host.add(records.data() + first, n);
     host.sweep(cpu);
-    CUDA_CHECK(cudaMemcpyAsync(d_records.ptr, records.data() + first, n * sizeof(GppResult),
+    cudaStream_t stream = streams[batch % kStreams];
+    GppResult *d = d_records[batch % kStreams]->ptr;
+    // This stream's previous update must be done reading its buffer.
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaMemcpyAsync(d, records.data() + first, n * sizeof(GppResult),
                                cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(device_store->update_after(stream, d_records.ptr, n));
+    CUDA_CHECK(device_store->update_on(stream, d, n));
     uint64_t latest = 0;
     for (uint32_t i = 0; i < n; ++i) latest = std::max(latest, records[first + i].timestamp_ns);
     device.added(n, latest);
     failed = !device.sweep(gpu, &error);
-    // The next batch's copy must not overwrite records the update still reads.
-    CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   host.flush(cpu);
-  if (failed || !device.flush(gpu, &error)) {
+  const bool flushed = !failed && device.flush(gpu, &error);
+  for (cudaStream_t st : streams) {
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    CUDA_CHECK(cudaStreamDestroy(st));
+  }
+  if (!flushed) {
     std::fprintf(stderr, "FLOWS %s: %s\n", name.c_str(), error.c_str());
-    CUDA_CHECK(cudaStreamDestroy(stream));
     return 1;
   }
-  CUDA_CHECK(cudaStreamDestroy(stream));
   const gpp::FlowCounters &h = host.counters(), &d = device.counters();
   size_t mismatches = 0;
   if (gpu.size() != cpu.size() || h.flows_created != d.flows_created ||

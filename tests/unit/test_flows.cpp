@@ -336,7 +336,10 @@ TEST(Flows, SameRecordsWhateverTheThreadsAndOrder) {
     b.push_back(packet(i + 1, (rng() % 1000) * 1000000ull, back ? c : a, back ? a : c, 6,
                        back ? 443 : 30000 + flow % 1000, back ? 30000 + flow % 1000 : 443,
                        40 + rng() % 1400, static_cast<uint8_t>(rng() & 0x1a)));
+    // First-packet fields differ on every packet: only the first's may show.
     b.back().rss_hash = rng();
+    b.back().acl_rule = static_cast<int32_t>(rng() % 1000);
+    b.back().acl_action = static_cast<uint8_t>(1 + rng() % 2);
   }
   auto run = [&](unsigned threads, std::vector<GppResult> packets) {
     FlowSettings s = settings();
@@ -358,6 +361,12 @@ TEST(Flows, SameRecordsWhateverTheThreadsAndOrder) {
   ASSERT_EQ(one.size(), mixed.size());
   EXPECT_EQ(0, std::memcmp(one.data(), eight.data(), one.size() * sizeof(GppFlowRecord)));
   EXPECT_EQ(0, std::memcmp(one.data(), mixed.data(), one.size() * sizeof(GppFlowRecord)));
+  for (const GppFlowRecord &f : mixed) {
+    const GppResult &first = b[f.first_packet - 1];
+    EXPECT_EQ(first.rss_hash, f.rss_hash);
+    EXPECT_EQ(first.acl_rule, f.acl_rule);
+    EXPECT_EQ(first.acl_action, f.acl_action);
+  }
 }
 
 } // namespace

@@ -1,0 +1,57 @@
+#include "worker_pool.h"
+
+#include <algorithm>
+
+namespace gpp {
+
+WorkerPool::WorkerPool(unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  workers_.reserve(threads - 1);
+  for (unsigned i = 1; i < threads; ++i) workers_.emplace_back(&WorkerPool::worker_loop, this, i);
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (auto &t : workers_) t.join();
+}
+
+void WorkerPool::run(unsigned chunks, const std::function<void(unsigned)> &chunk) {
+  chunks = std::min(chunks, threads());
+  if (chunks <= 1) {
+    if (chunks == 1) chunk(0);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &chunk;
+    chunks_ = chunks;
+    pending_ = chunks - 1;
+    ++generation_;
+  }
+  work_ready_.notify_all();
+  chunk(0);
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_done_.wait(lock, [this] { return pending_ == 0; });
+}
+
+void WorkerPool::worker_loop(unsigned index) {
+  uint64_t seen = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    if (stopping_) return;
+    seen = generation_;
+    if (index >= chunks_) continue;
+    const std::function<void(unsigned)> &job = *job_;
+    lock.unlock();
+    job(index);
+    lock.lock();
+    if (--pending_ == 0) work_done_.notify_one();
+  }
+}
+
+} // namespace gpp

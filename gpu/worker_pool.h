@@ -1,0 +1,44 @@
+// A fixed pool of host threads that runs one job at a time, split into
+// chunks: chunk 0 on the calling thread, the others on workers that sleep
+// between jobs.  Used where a batch is spread over the host's cores (the
+// cpu mode's packet core, the host flow table), so no batch starts threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace gpp {
+
+class WorkerPool {
+public:
+  // threads == 0 means one per online core; the caller is one of them.
+  explicit WorkerPool(unsigned threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool &) = delete;
+  WorkerPool &operator=(const WorkerPool &) = delete;
+
+  unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Calls chunk(i) for i in [0, chunks) (chunks <= threads()), each on its
+  // own thread, and returns when all are done.  One caller at a time.
+  void run(unsigned chunks, const std::function<void(unsigned)> &chunk);
+
+private:
+  void worker_loop(unsigned index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  const std::function<void(unsigned)> *job_ = nullptr;
+  unsigned chunks_ = 0;
+  uint64_t generation_ = 0;
+  unsigned pending_ = 0;
+  bool stopping_ = false;
+};
+
+} // namespace gpp
