@@ -8,8 +8,7 @@
 // each pass over the ring holds every flow once and, after the first pass,
 // N flows are open at once; 4096-packet batches.  For each GPU mode:
 // parse + RSS, then the same with the flow table in device memory, counted
-// by the batch kernel itself (records still copied back; `persistent` keeps
-// its table in host memory, counted on every host core), then in `streams`
+// by the batch kernel itself (records still copied back), then in `streams`
 // with the records left on the device (flows only), at 4096- and
 // 16384-packet batches.  On the host: cpu mode on every core, without and
 // with its flow table.  Each point is measured three times, alternating,

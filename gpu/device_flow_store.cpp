@@ -77,6 +77,7 @@ cudaError_t DeviceFlowStore::after_batches() {
 // leave as "GPU flow table (step): what failed: CUDA's words".
 
 bool DeviceFlowStore::begin(std::string *why) {
+  if (step_guard_->before && !step_guard_->before(why)) return false;
   return cuda_ok(cudaSetDevice(device_), "cudaSetDevice", why) &&
          cuda_ok(after_batches(), "waiting for the batches counted so far", why);
 }

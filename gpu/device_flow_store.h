@@ -7,6 +7,7 @@
 // one).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,17 @@ public:
   // Counts `count` device-readable records into the table on `batch_stream`
   // (records a kernel other than the packet kernels wrote).
   cudaError_t update_on(cudaStream_t batch_stream, const GppResult *records, uint32_t count);
+  // What the table's steps call first, on the thread that asks for them:
+  // an engine whose kernel keeps the GPU (persistent) stops it there, after
+  // the batches posted to it, for the steps' kernels to run (the next batch
+  // relaunches it).  Shared, so that whichever of the table and the engine
+  // goes first, the other never calls into it: the engine that set it
+  // (owner) clears it when it goes.
+  struct StepGuard {
+    const void *owner = nullptr;
+    std::function<bool(std::string *)> before;
+  };
+  const std::shared_ptr<StepGuard> &step_guard() const { return step_guard_; }
 
   int device() const override { return device_; }
   uint32_t capacity() const override { return capacity_; }
@@ -70,6 +82,7 @@ private:
   uint32_t capacity_;
   Stream stream_; // the whole-table steps, in order
   std::vector<BatchStream> batch_streams_;
+  std::shared_ptr<StepGuard> step_guard_ = std::make_shared<StepGuard>();
   DeviceMemory slots_;
   DeviceMemory counts_;         // FlowLaunchCounts since the last settle
   DeviceMemory end_records_;    // GppFlowRecord[kEndChunk]

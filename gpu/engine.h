@@ -147,7 +147,7 @@ public:
   }
   // Flow metering where the batches run: from the next submit on, every
   // batch counts its records into `store` before it completes (the batch's
-  // own kernels, in submission order).  `store` must come from
+  // own kernel).  `store` must come from
   // make_device_flow_store(flow_device()).  False when this engine cannot
   // (cpu): the caller then meters results on the host.  nullptr detaches.
   virtual bool attach_flows(FlowStore *store) { return store == nullptr; }

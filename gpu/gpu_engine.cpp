@@ -166,6 +166,7 @@ public:
     auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
     if (store && (!device_store || device_store->device() != device_)) return false;
     flows_ = device_store;
+    if (flows_) *flows_->step_guard() = {}; // its steps run beside these kernels
     return true;
   }
 
@@ -335,6 +336,7 @@ public:
   }
 
   ~PersistentEngine() override {
+    release_step_guard();
     // A kernel that does not stop (a bug, or a GPU taken away) must not hang
     // the pipeline's teardown: then the memory it may still touch is
     // deliberately leaked.  Never throws.
@@ -351,11 +353,24 @@ public:
   Mode mode() const override { return Mode::Persistent; }
   unsigned slots() const override { return slots_; }
   GpuCounters counters() const override { return counters_.get(); }
-  // No flow table on the device (flow_device() -1: the caller meters on the
-  // host): kernels launched beside the resident cooperative kernel, on
-  // another stream, did not run on the H200 (the batch's flow update never
-  // started), so a device table here would need the update inside the
-  // resident kernel itself.
+  // The flow table on the device: the resident kernel counts each job's
+  // packets into it.  Kernels launched beside the resident one, on another
+  // stream, do not run (seen on the H200), so the table's steps (sweeps,
+  // eviction, rebuilds: rare) stop the kernel first; the next batch
+  // relaunches it, with the table where it is then.
+  int flow_device() const override { return device_; }
+  bool attach_flows(FlowStore *store) override {
+    auto *device_store = dynamic_cast<DeviceFlowStore *>(store);
+    if (store && (!device_store || device_store->device() != device_)) return false;
+    release_step_guard();
+    flows_ = device_store;
+    if (flows_) {
+      step_guard_ = flows_->step_guard();
+      step_guard_->owner = this;
+      step_guard_->before = [this](std::string *error) { return finish_and_stop(error); };
+    }
+    return true;
+  }
 
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
@@ -379,15 +394,16 @@ public:
     // the kernel with them (a fresh launch also has clean L1 caches).
     // Posting a batch makes no CUDA call; this slow path does (and the
     // streaming thread may not be the one that made the engine).
-    auto drain = [this](std::string *err) {
-      return cuda_ok(cudaSetDevice(device_), "cudaSetDevice", err) && quiesce(err) &&
-             stop_kernel(err);
-    };
+    auto drain = [this](std::string *err) { return finish_and_stop(err); };
     CoreConfig device_cfg = cfg;
     if (!sets_.translate(device_cfg, drain, error)) return false;
-    if (running_ && !same_config(device_cfg, running_cfg_) && !drain(error)) return false;
+    const FlowDeviceTarget flows = flows_ ? flows_->batch_target() : FlowDeviceTarget{};
+    if (running_ &&
+        (!same_config(device_cfg, running_cfg_) || !same_flows(flows, running_flows_)) &&
+        !drain(error))
+      return false;
     const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
-    if (!running_ && !start_kernel(device_cfg, acl_tuples, error)) return false;
+    if (!running_ && !start_kernel(device_cfg, flows, acl_tuples, error)) return false;
 
     post(head_++, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
@@ -419,6 +435,11 @@ private:
   PersistentControl *control() { return control_.get<PersistentControl>(); }
   uint32_t last_device_ns() const override {
     return last_device_ns_.load(std::memory_order_relaxed);
+  }
+
+  static bool same_flows(const FlowDeviceTarget &a, const FlowDeviceTarget &b) {
+    return a.table.slots == b.table.slots && a.table.capacity == b.table.capacity &&
+           a.counts == b.counts;
   }
 
   static bool same_config(const CoreConfig &a, const CoreConfig &b) {
@@ -457,7 +478,8 @@ private:
     _mm_store_si128(static_cast<__m128i *>(dst), v);
   }
 
-  bool start_kernel(const CoreConfig &cfg, uint32_t acl_tuples, std::string *error) {
+  bool start_kernel(const CoreConfig &cfg, const FlowDeviceTarget &flows, uint32_t acl_tuples,
+                    std::string *error) {
     {
       std::string why;
       if (!cuda_ok(cudaSetDevice(device_), "cudaSetDevice", &why) ||
@@ -480,6 +502,7 @@ private:
       launch.idle_sleep_ns = idle_sleep_ns_;
       launch.acl_chunk_packets = persistent_acl_chunk_packets(acl_tuples);
       launch.cfg = cfg;
+      launch.flows = flows;
       if (!cuda_ok(launch_persistent(launch, stream_.get()), "launching", &why)) {
         *error = "starting the persistent kernel: " + why;
         return false;
@@ -487,6 +510,7 @@ private:
     }
     running_ = true;
     running_cfg_ = cfg;
+    running_flows_ = flows;
     return true;
   }
 
@@ -543,6 +567,20 @@ private:
     return true;
   }
 
+  // The flow table's steps no longer stop this engine's kernel (the table
+  // may outlive the engine, or the engine the table).
+  void release_step_guard() {
+    if (step_guard_ && step_guard_->owner == this) *step_guard_ = {};
+    step_guard_.reset();
+  }
+
+  // Finishes the batches in flight (their results stay for wait_oldest),
+  // then stops the kernel; the next submit relaunches it.
+  bool finish_and_stop(std::string *error) {
+    return cuda_ok(cudaSetDevice(device_), "cudaSetDevice", error) && quiesce(error) &&
+           stop_kernel(error);
+  }
+
   // Waits until the kernel has answered every submitted job (results stay
   // for wait_oldest to collect).
   bool quiesce(std::string *error) {
@@ -565,6 +603,9 @@ private:
   DeviceMemory batch_staging_;
   bool running_ = false;
   CoreConfig running_cfg_{};
+  FlowDeviceTarget running_flows_{};
+  DeviceFlowStore *flows_ = nullptr;
+  std::shared_ptr<DeviceFlowStore::StepGuard> step_guard_;
   uint64_t head_ = 0;             // submitting thread
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   std::atomic<uint32_t> last_device_ns_{0};

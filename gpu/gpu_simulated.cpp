@@ -142,11 +142,11 @@ public:
 
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return slots_; }
-  // As the real engines: persistent meters flows on the host (engine.h).
-  int flow_device() const override { return mode_ == Mode::Persistent ? -1 : 0; }
+  // As the real engines: every mode's table is on the device.
+  int flow_device() const override { return 0; }
   bool attach_flows(FlowStore *store) override {
     auto *sim_store = dynamic_cast<SimFlowStore *>(store);
-    if (store && (!sim_store || flow_device() < 0)) return false;
+    if (store && !sim_store) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     flows_ = sim_store;
     return true;

@@ -139,6 +139,7 @@ struct PersistentLaunch {
   unsigned idle_sleep_ns; // poller back-off while idle; 0 = pure spin
   unsigned acl_chunk_packets; // packets per block's share of a job when cfg.acl is set
   CoreConfig cfg;         // for every job of this launch
+  FlowDeviceTarget flows; // a flow table each job's packets count into, or none
 };
 
 // Threads per block of the persistent kernel.

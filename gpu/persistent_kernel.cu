@@ -8,6 +8,7 @@
 
 #include "acl_block.cuh"
 #include "dpi_block.cuh"
+#include "flow_device.cuh"
 
 namespace gpp {
 namespace {
@@ -279,6 +280,8 @@ __global__ void __launch_bounds__(kPersistentThreads)
                           return stage_base + (descs[p].offset - stage_lo) + records[p].payload_offset;
                         },
                         dpi_scratch);
+      // Counted before the block's arrival below: answered jobs are counted.
+      if (launch.flows.table.slots && tid < n) flow_count_packet(launch.flows, records[tid]);
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
       const unsigned words = n * sizeof(GppResult) / sizeof(uint4);
       const auto *rsrc = reinterpret_cast<const uint4 *>(records);

@@ -2,10 +2,11 @@
  * (gpu/flow_meter.h) and the "flows" source pad its records leave by
  * (application/x-flow-records, one GppFlowRecord each).  The table lives
  * where the engine in use says (place(), Engine::flow_device()): in host
- * memory for cpu and persistent, fed each finished batch's records (add());
- * in the GPU's memory for streams, zerocopy and graph, where each batch
- * counts itself and the chain reports it (added()) once it is submitted.  One streaming thread at a time adds (a mode switch
- * drains first); the stats are read from any thread.  Failures (a GPU
+ * memory for cpu, fed each finished batch's records (add()); in the GPU's
+ * memory for the GPU modes, where each batch counts itself and the chain
+ * reports it (added()) once it is submitted.  One streaming thread at a
+ * time adds (a mode switch drains first); the stats are read from any
+ * thread.  Failures (a GPU
  * table's CUDA error) are posted as element errors here. */
 #pragma once
 

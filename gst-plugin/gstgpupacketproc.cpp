@@ -1076,7 +1076,7 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
     flow_settings.idle_timeout_ns = (guint64) self->flow_idle_timeout * GST_SECOND;
     flow_settings.active_timeout_ns = (guint64) self->flow_active_timeout * GST_SECOND;
     flow_settings.community_id_seed = (uint16_t) self->community_id_seed;
-    /* A host flow table (cpu, persistent) counts on as many threads as the
+    /* A host flow table (mode=cpu) counts on as many threads as the
      * cpu mode parses on. */
     flow_settings.threads = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
@@ -1476,8 +1476,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "l4_checksum reads 'unverified'", DEFAULT_VERIFY_L4_CHECKSUM, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CPU_THREADS,
       g_param_spec_uint ("cpu-threads", "CPU threads",
-          "Host threads for mode=cpu, and for a flow table in host memory "
-          "(mode=cpu, persistent), 0 = one per core; batches under 512 "
+          "Host threads for mode=cpu (its packet core and flow table), "
+          "0 = one per core; batches under 512 "
           "packets per thread use fewer threads, since handing them out costs more",
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
@@ -1523,8 +1523,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "Meter flows: every packet with an IP header is counted into its bidirectional "
           "flow, and the records of flows that end leave by the flows pad "
           "(application/x-flow-records, gpupacket/flow-record.h). The table is in GPU memory "
-          "in streams, zerocopy and graph (each batch counts itself there), in host memory in "
-          "cpu and persistent", DEFAULT_FLOWS, rw_ready));
+          "in the GPU modes (each batch's kernel counts its packets there), in host memory in "
+          "cpu", DEFAULT_FLOWS, rw_ready));
   g_object_class_install_property (gobject_class, PROP_FLOW_IDLE_TIMEOUT,
       g_param_spec_uint ("flow-idle-timeout", "Flow idle timeout",
           "Seconds of packet time without a packet after which a flow ends",

@@ -1406,11 +1406,9 @@ int section_flows() {
     gboolean on_gpu = FALSE;
     if (!gst_structure_get_boolean(out.stats, "flow-table-on-gpu", &on_gpu))
       fail(ctx, "stats have no flow-table-on-gpu");
-    // Where the table lives: the GPU's memory, except in cpu and persistent
-    // (engine.h: the resident kernel leaves no room for the flow kernels).
+    // Where the table lives: the GPU's memory in every GPU mode.
     const gchar *active = gst_structure_get_string(out.stats, "active-mode");
-    const bool gpu_mode = active && std::string(active) != "cpu" &&
-                          std::string(active) != "persistent";
+    const bool gpu_mode = active && std::string(active) != "cpu";
     if (bool(on_gpu) != gpu_mode)
       fail(ctx, "flow-table-on-gpu is %s in mode %s", on_gpu ? "true" : "false",
            active ? active : "?");
