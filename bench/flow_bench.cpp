@@ -9,8 +9,8 @@
 // N flows are open at once; 4096-packet batches.  For each GPU mode:
 // parse + RSS, then the same with the flow table in device memory, counted
 // by the batch kernel itself (records still copied back), then in `streams`
-// with the records left on the device (flows only), at 4096- and
-// 16384-packet batches.  On the host: cpu mode on every core, without and
+// and `graph` with the records left on the device (flows only), at 4096-
+// and 16384-packet batches.  On the host: cpu mode on every core, without and
 // with its flow table.  Each point is measured three times, alternating,
 // and the median kept; the ratios compare medians of the same run.  Then
 // the table capacity: --capacity distinct flows (default 16,777,216)
@@ -303,21 +303,27 @@ int main(int argc, char **argv) {
                 p.name, row.base, row.flows, 100 * row.flows / row.base,
                 row.on_device ? "device" : "host", row.note.c_str());
   }
-  // Flows only: streams with the records left on the device, at 4096- and
-  // 16384-packet batches.
+  // Flows only: streams and graph with the records left on the device, at
+  // 4096- and 16384-packet batches.
   struct OnlyRow {
+    const char *mode;
     uint32_t batch;
     double base = 0, flows = 0;
     std::string note;
   };
   std::vector<OnlyRow> only_rows;
+  Ring large;
+  if (!build_ring(o, kLargeBatch, large, &error)) {
+    std::fprintf(stderr, "flows only: %s\n", error.c_str());
+    failed = true;
+  }
+  for (const Point &p : {points[0], points[2]})
   for (const uint32_t batch : {kBatch, kLargeBatch}) {
-    Ring large;
     const Ring &r = batch == kBatch ? ring : large;
+    if (r.batches.empty()) continue;
     Rig base, flows;
-    if ((batch != kBatch && !build_ring(o, batch, large, &error)) ||
-        !make_rig(o, gpp::Mode::Streams, false, false, base, &error) ||
-        !make_rig(o, gpp::Mode::Streams, true, false, flows, &error) ||
+    if (!make_rig(o, p.mode, false, false, base, &error) ||
+        !make_rig(o, p.mode, true, false, flows, &error) ||
         run(flows, r, 0, 1, &error) < 0) {
       std::fprintf(stderr, "flows only: %s\n", error.c_str());
       failed = true;
@@ -328,7 +334,7 @@ int main(int argc, char **argv) {
       b.push_back(run(base, r, o.seconds, 0, &error) / 1e6);
       f.push_back(run(flows, r, o.seconds, 0, &error) / 1e6);
     }
-    OnlyRow row{batch, gppbench::median(b), gppbench::median(f), ""};
+    OnlyRow row{p.name, batch, gppbench::median(b), gppbench::median(f), ""};
     std::vector<GppFlowRecord> out;
     if (!flows.meter->flush(out, &error)) {
       std::fprintf(stderr, "flows only: %s\n", error.c_str());
@@ -344,9 +350,9 @@ int main(int argc, char **argv) {
       failed = true;
     }
     only_rows.push_back(row);
-    std::printf("streams, flows only, %u-packet batches: parse+RSS %8.2f Mpps   +flows %8.2f Mpps"
+    std::printf("%s, flows only, %u-packet batches: parse+RSS %8.2f Mpps   +flows %8.2f Mpps"
                 "   (records not copied back), %s\n",
-                batch, row.base, row.flows, row.note.c_str());
+                p.name, batch, row.base, row.flows, row.note.c_str());
   }
   // Capacity: distinct flows into one table, counted and checked.
   double insert_mps = 0;
@@ -431,7 +437,7 @@ int main(int argc, char **argv) {
        << " | " << r.note << " |\n";
   }
   for (const OnlyRow &r : only_rows)
-    md << "| streams, records left on the device (flows only), " << r.batch
+    md << "| " << r.mode << ", records left on the device (flows only), " << r.batch
        << "-packet batches | " << fmt2(r.base) << " | " << fmt2(r.flows) << " | "
        << gppbench::fmt(r.base > 0 ? 100 * r.flows / r.base : 0, 1)
        << " % | ≥ 400 Mpps: " << (r.flows >= 400 ? "met" : "**missed**") << " | " << r.note

@@ -263,15 +263,17 @@ private:
       cudaGraph_t graph = nullptr;
       if (!cuda_ok(cudaGraphCreate(&graph, 0), "cudaGraphCreate", error)) return false;
       cudaGraphExec_t exec = nullptr;
+      // Without records to the host (flows only) the graph ends at the kernel.
       const bool built =
           cuda_ok(cudaGraphAddMemcpyNode1D(&slot.h2d, graph, nullptr, 0, slot.batch.get(), batch,
                                            batch_size, cudaMemcpyHostToDevice),
                   "adding the graph's copy in", error) &&
           cuda_ok(cudaGraphAddKernelNode(&slot.kernel, graph, &slot.h2d, 1, &kernel_params),
                   "adding the graph's kernel", error) &&
-          cuda_ok(cudaGraphAddMemcpyNode1D(&slot.d2h, graph, &slot.kernel, 1, d2h_dst,
-                                           slot.results.get(), d2h_size, cudaMemcpyDeviceToHost),
-                  "adding the graph's copy out", error) &&
+          (!records_to_host_ ||
+           cuda_ok(cudaGraphAddMemcpyNode1D(&slot.d2h, graph, &slot.kernel, 1, d2h_dst,
+                                            slot.results.get(), d2h_size, cudaMemcpyDeviceToHost),
+                   "adding the graph's copy out", error)) &&
           cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate", error);
       slot.graph = GraphExec(graph, exec); // owns what was made, also on failure
       if (!built) return false;
@@ -282,9 +284,11 @@ private:
                    "updating the graph's copy in", error) ||
           !cuda_ok(cudaGraphExecKernelNodeSetParams(exec, slot.kernel, &kernel_params),
                    "updating the graph's kernel", error) ||
-          !cuda_ok(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.d2h, d2h_dst, slot.results.get(),
-                                                      d2h_size, cudaMemcpyDeviceToHost),
-                   "updating the graph's copy out", error))
+          (records_to_host_ &&
+           !cuda_ok(cudaGraphExecMemcpyNodeSetParams1D(exec, slot.d2h, d2h_dst,
+                                                       slot.results.get(), d2h_size,
+                                                       cudaMemcpyDeviceToHost),
+                    "updating the graph's copy out", error)))
         return false;
     }
     return cuda_ok(cudaGraphLaunch(slot.graph.get(), slot.stream.get()), "cudaGraphLaunch", error);
@@ -293,7 +297,7 @@ private:
   Mode mode_;
   WaitStrategy wait_;
   int device_;
-  bool records_to_host_; // streams
+  bool records_to_host_; // streams, graph
   DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;
