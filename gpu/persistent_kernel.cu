@@ -204,10 +204,15 @@ __global__ void __launch_bounds__(kPersistentThreads)
     // Packets per chunk: with an ACL fewer than threads, so the ACL probes of
     // a small batch spread over several blocks (packet_kernels.h); with DPI
     // just enough that the batch spreads over every block, whose threads
-    // then share the payloads (dpi_block.cuh).
+    // then share the payloads (dpi_block.cuh); with a flow table a batch
+    // larger than a block spreads over every block too (each packet's
+    // update is a chain of loads and atomics on a random slot: more blocks
+    // wait out more chains at once), a smaller one stays on block 0.
+    const uint32_t spread = min(T, max(32u, (count + gridDim.x - 1) / gridDim.x));
     const uint32_t P = launch.cfg.dpi ? min(T, max(1u, (count + gridDim.x - 1) / gridDim.x))
-                       : launch.cfg.acl ? launch.acl_chunk_packets
-                                        : T;
+                       : launch.cfg.acl                          ? launch.acl_chunk_packets
+                       : launch.flows.table.slots && count > T ? spread
+                                                                : T;
     const uint32_t chunks = (count + P - 1) / P;
     const bool fanned_out = chunks > 1;
     if (blockIdx.x == 0 && tid == 0 && fanned_out) {
