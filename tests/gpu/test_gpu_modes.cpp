@@ -1346,8 +1346,8 @@ int section_switch() {
 
 // ---------------------------------------------------------------------------
 // Section: flows=true.  The flow table lives where the mode runs (the GPU's
-// memory in streams, zerocopy and graph, updated by each batch's kernels;
-// host memory in cpu and persistent), so the flow
+// memory in every GPU mode, updated by each batch's kernel; host memory in
+// cpu), so the flow
 // records, ended by timeouts, TCP ends, a full table and EOS at points the
 // packet times decide, must be the same stream, byte for byte and in the
 // same order, whatever the mode: in each mode alone, and with the mode
