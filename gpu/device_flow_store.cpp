@@ -29,7 +29,10 @@ DeviceFlowStore::DeviceFlowStore(int device, uint32_t capacity)
 
 DeviceFlowStore::~DeviceFlowStore() {
   // Batches the engines queued may still count into the table: the memory
-  // waits for them.
+  // waits for them; and a resident kernel that reads the table stops first
+  // (freeing device memory would otherwise wait for it for ever).
+  std::string ignored;
+  if (step_guard_->before) step_guard_->before(&ignored);
   if (stream_.get() && after_batches() == cudaSuccess)
     cuda_release(cudaStreamSynchronize(stream_.get()));
 }

@@ -133,6 +133,11 @@ GPP_HOST_DEVICE inline uint64_t flow_load_fresh(const uint64_t *p) {
 // A bit of a word that other bits of which threads set with atomic or
 // (a slot's TCP flags) serves as a lock: what one holder wrote, the next
 // holder's writes follow.
+// On the GPU two lanes of one warp may contend: that needs independent
+// thread scheduling (sm_70 on), or the spinning lane starves the holder.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 700
+#error "the flow table's slot lock needs sm_70 or later (gpu_arch)"
+#endif
 GPP_HOST_DEVICE inline void flow_lock(uint32_t *word, uint32_t bit) {
 #if defined(__CUDA_ARCH__)
   while (atomicOr(word, bit) & bit) {
@@ -140,6 +145,9 @@ GPP_HOST_DEVICE inline void flow_lock(uint32_t *word, uint32_t bit) {
   __threadfence();
 #else
   while (__atomic_fetch_or(word, bit, __ATOMIC_ACQUIRE) & bit) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause(); // the holder writes three words: a short wait
+#endif
   }
 #endif
 }

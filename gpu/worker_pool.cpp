@@ -20,20 +20,25 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::run(unsigned chunks, const std::function<void(unsigned)> &chunk) {
-  chunks = std::min(chunks, threads());
-  if (chunks <= 1) {
-    if (chunks == 1) chunk(0);
+  // Thread k runs chunks k, k + used, k + 2 * used...
+  const unsigned used = std::min(chunks, threads());
+  auto share = [&](unsigned k) {
+    for (unsigned c = k; c < chunks; c += used) chunk(c);
+  };
+  if (used <= 1) {
+    if (used == 1) share(0);
     return;
   }
+  const std::function<void(unsigned)> job = share;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &chunk;
-    chunks_ = chunks;
-    pending_ = chunks - 1;
+    job_ = &job;
+    chunks_ = used;
+    pending_ = used - 1;
     ++generation_;
   }
   work_ready_.notify_all();
-  chunk(0);
+  share(0);
   std::unique_lock<std::mutex> lock(mutex_);
   work_done_.wait(lock, [this] { return pending_ == 0; });
 }

@@ -23,8 +23,9 @@ public:
 
   unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
-  // Calls chunk(i) for i in [0, chunks) (chunks <= threads()), each on its
-  // own thread, and returns when all are done.  One caller at a time.
+  // Calls chunk(i) for every i in [0, chunks), spread over the threads
+  // (each on its own thread while chunks <= threads()), and returns when all
+  // are done.  One caller at a time.
   void run(unsigned chunks, const std::function<void(unsigned)> &chunk);
 
 private:
@@ -34,8 +35,8 @@ private:
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  const std::function<void(unsigned)> *job_ = nullptr;
-  unsigned chunks_ = 0;
+  const std::function<void(unsigned)> *job_ = nullptr; // thread k's share: (*job_)(k)
+  unsigned chunks_ = 0;                                 // threads taking part
   uint64_t generation_ = 0;
   unsigned pending_ = 0;
   bool stopping_ = false;

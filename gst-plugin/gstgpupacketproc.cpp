@@ -1476,8 +1476,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "l4_checksum reads 'unverified'", DEFAULT_VERIFY_L4_CHECKSUM, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CPU_THREADS,
       g_param_spec_uint ("cpu-threads", "CPU threads",
-          "Host threads for mode=cpu (its packet core and flow table), "
-          "0 = one per core; batches under 512 "
+          "Host threads for mode=cpu (its packet core, and its flow table, which "
+          "takes the value the element starts with), 0 = one per core; batches under 512 "
           "packets per thread use fewer threads, since handing them out costs more",
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
