@@ -63,6 +63,13 @@ class Drain:
         self.sock.close()
 
 
+# gst-launch-1.0 with a plugin built with sanitizers needs their runtime
+# first (the test suite's GPP_SANITIZER_PRELOAD); softflowd does not.
+GST_ENV = dict(os.environ)
+if GST_ENV.get("GPP_SANITIZER_PRELOAD"):
+    GST_ENV["LD_PRELOAD"] = GST_ENV["GPP_SANITIZER_PRELOAD"]
+
+
 def timed(cmd, env=None):
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
@@ -99,7 +106,7 @@ def main():
                               "flows=%d" % a.flows, "batch-size=%d" % batch,
                               "ring-batches=%d" % ring, "num-buffers=%d" % batches, "!",
                               "gpupacketproc", "mode=cpu", "cpu-threads=0", "!", "pcapsink",
-                              "location=" + capture], capture_output=True, text=True)
+                              "location=" + capture], capture_output=True, text=True, env=GST_ENV)
         if gen.returncode != 0:
             if "no element" in gen.stderr:
                 print("SKIP: the gpupacket plugin is not on GST_PLUGIN_PATH_1_0")
@@ -147,7 +154,7 @@ def main():
             drain = Drain()
             try:
                 secs, proc = timed(gpupacket(["ipfixsink", "host=127.0.0.1",
-                                              "port=%d" % drain.port]))
+                                              "port=%d" % drain.port]), env=GST_ENV)
             finally:
                 time.sleep(0.3)
                 drain.stop()
@@ -157,7 +164,8 @@ def main():
 
         csv_path = os.path.join(work, "flows.csv")
         proc = subprocess.run(gpupacket(["packetresultenc", "!", "filesink",
-                                         "location=" + csv_path]), capture_output=True, text=True)
+                                         "location=" + csv_path]), capture_output=True, text=True,
+                              env=GST_ENV)
         if proc.returncode != 0:
             sys.stderr.write(proc.stdout + proc.stderr)
             return 1
