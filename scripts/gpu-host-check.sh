@@ -8,6 +8,9 @@
 # on every core, then gpupacket-bench's stress and realistic grids, then
 # gpupacket-flow-bench), or the bench's pieces: peers, bench-stress,
 # bench-realistic, bench-flows; default: all of them.
+# softflowd (not in the default): bench/flows-vs-softflowd.py, mode=cpu against
+# softflowd (bundle Debian's softflowd with the runtime), its report in
+# $OUT/softflowd.md.
 # soak (not in the default): gpupacket-soak in mode=persistent with the ACL
 # and DPI stages on, SOAK_MINUTES (3) long, its report in $OUT/soak.md.
 # On the lent host one command may run 10 minutes: run suite and bench apart.
@@ -92,8 +95,9 @@ fi
 if want peers; then
   # The CPU peers need DPDK's and Hyperscan's runtime libraries; bundle them with
   # ../shared/tools/gst-runtime-bundle .gstrt librte-acl23 librte-eal23 librte-kvargs23 \
-  #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0 libfixbuf9
-  # (libfixbuf9 for the plugin itself: ipfixsink links it)
+  #     librte-telemetry23 libhyperscan5 libnuma1 libfdt1 libbsd0 libmd0 libfixbuf9 softflowd
+  # (libfixbuf9 for the plugin itself: ipfixsink links it; softflowd for the
+  # softflowd part)
   # Every worker pinned to its own core; rte_acl cross-checked against dpdk-test-acl.
   if [ -x build/bench/gpupacket-cpu-peers ] && ! ldd build/bench/gpupacket-cpu-peers | grep -q "not found"; then
     test_acl=()
@@ -116,6 +120,11 @@ fi
 if want bench-flows; then
   TAIL=${BENCH_TAIL:-30} run bench-flows build/bench/gpupacket-flow-bench ${FLOW_BENCH_ARGS:-} \
     --report "$OUT/flows.md"
+fi
+if want softflowd; then
+  softflowd=$(command -v softflowd || echo "$PWD/.gstrt/root/usr/sbin/softflowd")
+  TAIL=20 run softflowd python3 bench/flows-vs-softflowd.py --softflowd "$softflowd" \
+    --packets 4194304 --flows 400000 --runs 3 --report "$OUT/softflowd.md"
 fi
 if want soak; then
   TAIL=30 run soak build/bench/gpupacket-soak --minutes "${SOAK_MINUTES:-3}" --interval 10 \
