@@ -118,7 +118,13 @@ GppFlowOutput::sweep ()
 GstFlowReturn
 GppFlowOutput::add (const GppResult * records, uint32_t count)
 {
-  if (!meter_ || on_device ())
+  if (!meter_) {
+    /* flows=false: an empty flow stream all the same, so that a sink
+     * linked to the pad prerolls instead of holding the pipeline. */
+    start_stream ();
+    return GST_FLOW_OK;
+  }
+  if (on_device ())
     return GST_FLOW_OK;
   meter_->add (records, count);
   return sweep ();
@@ -136,8 +142,10 @@ GppFlowOutput::added (uint32_t count, uint64_t latest_ns)
 GstFlowReturn
 GppFlowOutput::finish ()
 {
-  if (!meter_)
+  if (!meter_) {
+    start_stream ();            /* EOS follows a stream-start, even if empty */
     return GST_FLOW_OK;
+  }
   std::string error;
   if (!meter_->flush (ended_, &error)) {
     post_error ("Flow metering failed at the end of the stream.", error);
@@ -149,6 +157,7 @@ GppFlowOutput::finish ()
 void
 GppFlowOutput::flushed ()
 {
+  segment_sent_ = false;        /* a new segment (and gap) after the flush */
   if (!meter_)
     return;
   std::vector<GppFlowRecord> open;
@@ -156,7 +165,6 @@ GppFlowOutput::flushed ()
   if (!meter_->flush (open, &error))
     post_error ("Flow metering failed in a flush.", error);
   dropped_ += open.size ();
-  segment_sent_ = false;
   publish_counters ();
 }
 

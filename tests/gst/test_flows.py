@@ -16,7 +16,8 @@ and checks, with timeouts long enough that every flow ends at EOS:
 - every flow ends "forced" (EOS) or, for TCP, "end" (FIN each way or RST);
   its Community ID is one of its packets'.
 Then with flow-idle-timeout=1 on a capture whose packets are seconds apart:
-some flows end "idle", and the packet total is unchanged.
+some flows end "idle", and the packet total is unchanged.  And with
+flows=false and the flows pad linked: the run still ends.
 A GPU mode that is not available here exits 77 (skip) when all are.
 """
 import json
@@ -167,6 +168,21 @@ def main():
             ok = reasons.get("idle", 0) > 0 and total == ip_packets
             print("mode=%s ssh with flow-idle-timeout=1: %d flows %s, %d of %d packets: %s"
                   % (mode, len(flows), reasons, total, ip_packets, "PASS" if ok else "FAIL"))
+            failures += not ok
+            # flows=false with the flows pad linked all the same: the pad
+            # carries an empty stream, so its sink prerolls and the pipeline
+            # runs to EOS.  (It used to wait for ever once the packet
+            # branch's queue was full: 300 buffers here, a queue holds 200.)
+            cmd = [gst_launch, "-q", "packettestsrc", "num-buffers=300", "batch-size=64", "!",
+                   "gpupacketproc", "mode=" + mode, "flows=false", "name=p", "p.src", "!",
+                   "queue", "!", "fakesink", "p.flows", "!", "queue", "!", "fakesink"]
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+                ok, why = proc.returncode == 0, "exit %d" % proc.returncode
+            except subprocess.TimeoutExpired:
+                ok, why = False, "still running after 60 s"
+            print("mode=%s flows=false, flows pad linked, 300 batches: %s: %s"
+                  % (mode, why, "PASS" if ok else "FAIL"))
             failures += not ok
     if ran == 0:
         return 77
