@@ -94,6 +94,18 @@ bool HostFlowStore::write_slots(const std::vector<FlowSlot> &slots, std::string 
   return true;
 }
 
+std::unique_ptr<FlowStore> make_host_flow_store(uint32_t capacity, unsigned threads,
+                                                std::string *error) {
+  try {
+    return std::make_unique<HostFlowStore>(capacity, threads);
+  } catch (const std::exception &e) {
+    *error = "could not make a flow table of " + std::to_string(capacity) + " slots (" +
+             std::to_string(static_cast<size_t>(capacity) * sizeof(FlowSlot) >> 20) +
+             " MiB) in host memory: " + e.what();
+    return nullptr;
+  }
+}
+
 // ---- the policy ---------------------------------------------------------------
 
 FlowMeter::FlowMeter(const FlowSettings &settings)

@@ -108,6 +108,11 @@ private:
   FlowCounters unsettled_; // what add() did since settle()
 };
 
+// A host table of `capacity` slots, or nullptr with *error saying why (no
+// memory for it).
+std::unique_ptr<FlowStore> make_host_flow_store(uint32_t capacity, unsigned threads,
+                                                std::string *error);
+
 class FlowMeter {
 public:
   // A table in host memory.

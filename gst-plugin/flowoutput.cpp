@@ -44,9 +44,10 @@ GppFlowOutput::place (gpp::Engine * engine)
     if (device >= 0)
       store = gpp::make_device_flow_store (device, slots, &error);
     else
-      store.reset (new gpp::HostFlowStore (slots, settings_.threads));
+      store = gpp::make_host_flow_store (slots, settings_.threads, &error);
     if (!store) {
-      post_error ("Could not make the flow table.", error);
+      post_error ("Could not make the flow table.", "flow-max=" +
+          std::to_string (settings_.max_flows) + ": " + error + "; lower flow-max");
       return false;
     }
     if (!meter_) {
