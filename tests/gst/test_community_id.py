@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 
+from gstlaunch import gst_launch_env
+
 CAPTURES = ["tcp", "udp", "icmp", "icmp6", "ipv6", "sctp", "rsvp", "arp"]
 BASELINES = {0: "baseline_deflt.json", 1: "baseline_seed1.json"}
 SV_CAPTURE = "sv__community-id-ipv4.pcap"
@@ -49,9 +51,7 @@ def main():
         return 2
     data, gst_launch = sys.argv[1], sys.argv[2]
     modes = sys.argv[3:] or ["cpu"]
-    env = dict(os.environ)
-    if os.environ.get("GPP_SANITIZER_PRELOAD"):  # plugin built with ASan/UBSan
-        env["LD_PRELOAD"] = os.environ["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     cid_dir = os.path.join(data, "community-id")
     failures = 0
     skipped = 0

@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 
+from gstlaunch import gst_launch_env
+
 GOOD_RECORDS = 23
 
 
@@ -43,9 +45,7 @@ def damaged_copy(capture, out_path):
 
 def main():
     capture, gst_launch, runs, modes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-    env = dict(os.environ)
-    if env.get("GPP_SANITIZER_PRELOAD"):
-        env["LD_PRELOAD"] = env["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         damaged = os.path.join(tmp, "damaged.pcap")

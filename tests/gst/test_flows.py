@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from gstlaunch import gst_launch_env
+
 CAPTURES = ["zeek__wikipedia.pcap", "zeek__ssh.pcap", "zeek__ftp_ipv6.pcap",
             "zeek__vlan-qinqinq.pcap", "zeek__ipv6-fragmented-dns.pcap",
             "sv__community-id-ipv4.pcap", "tcpdump__icmpv6.pcap", "zeek__icmp_dot1q.pcap"]
@@ -137,9 +139,7 @@ def main():
         return 2
     pcaps, gst_launch = sys.argv[1], sys.argv[2]
     modes = sys.argv[3:] or ["cpu"]
-    env = dict(os.environ)
-    if os.environ.get("GPP_SANITIZER_PRELOAD"):  # plugin built with ASan/UBSan
-        env["LD_PRELOAD"] = os.environ["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     failures = 0
     ran = 0
     with tempfile.TemporaryDirectory() as workdir:

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 
+from gstlaunch import gst_launch_env
 from nfcapd import free_udp_port, start_collector, stop_collector
 
 CAPTURES = ["zeek__wikipedia.pcap", "zeek__ssh.pcap", "zeek__ftp_ipv6.pcap",
@@ -146,9 +147,7 @@ def main():
     if not nfcapd or not nfdump:
         print("SKIP: nfcapd/nfdump (Debian nfdump) not installed")
         return 77
-    env = dict(os.environ)
-    if os.environ.get("GPP_SANITIZER_PRELOAD"):  # plugin built with ASan/UBSan
-        env["LD_PRELOAD"] = os.environ["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     inspect = subprocess.run([gst_launch.replace("gst-launch-1.0", "gst-inspect-1.0"),
                               "ipfixsink"], capture_output=True, text=True, env=env)
     if inspect.returncode != 0:

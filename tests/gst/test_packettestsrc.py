@@ -9,10 +9,10 @@ import subprocess
 import sys
 import time
 
+from gstlaunch import gst_launch_env
+
 DATA, GST_LAUNCH = sys.argv[1], sys.argv[2]
-ENV = dict(os.environ)
-if ENV.get("GPP_SANITIZER_PRELOAD"):
-    ENV["LD_PRELOAD"] = ENV["GPP_SANITIZER_PRELOAD"]
+ENV = gst_launch_env()
 failures = []
 
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import tempfile
 
+from gstlaunch import gst_launch_env
+
 CAPTURES = ["zeek__wikipedia.pcap", "tcpdump__mptcp-v1.pcap", "zeek__dns-svcb.pcap",
             "zeek__pcapng-multi-interface.pcapng", "zeek__ipv6-fragmented-dns.pcap"]
 
@@ -69,9 +71,7 @@ def full_disk(data, gst_launch, env):
 
 def main():
     data, gst_launch = sys.argv[1], sys.argv[2]
-    env = dict(os.environ)
-    if env.get("GPP_SANITIZER_PRELOAD"):
-        env["LD_PRELOAD"] = env["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     failures = 0
     totals = {"allow": 0, "drop": 0}
     with tempfile.TemporaryDirectory() as tmp:

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 
+from gstlaunch import gst_launch_env
 from nfcapd import free_udp_port, start_collector, stop_collector
 
 PROTO = {"TCP": 6, "UDP": 17, "ICMP": 1, "ICMP6": 58, "SCTP": 132, "GRE": 47, "ESP": 50,
@@ -223,9 +224,7 @@ def main():
         if not shutil.which(tool):
             print("SKIP: %s not installed (Debian: softflowd, nfdump)" % tool)
             return 77
-    env = dict(os.environ)
-    if os.environ.get("GPP_SANITIZER_PRELOAD"):
-        env["LD_PRELOAD"] = os.environ["GPP_SANITIZER_PRELOAD"]
+    env = gst_launch_env()
     captures = sorted(n for n in os.listdir(pcaps) if n.endswith((".pcap", ".pcapng")))
     failures = pair_level = total_bytes_differ = 0
     total_conv = total_exact = total_pkts = 0
