@@ -1,4 +1,5 @@
 """A real IPFIX collector for the tests: nfdump's nfcapd on 127.0.0.1."""
+import os
 import signal
 import socket
 import subprocess
@@ -13,19 +14,66 @@ def free_udp_port():
 
 def start_collector(store, port, nfcapd="nfcapd"):
     """nfcapd storing into `store`, once it holds 127.0.0.1:`port` (a probe
-    exporter such as softflowd retries for ever while nobody listens)."""
+    exporter such as softflowd retries for ever while nobody listens).
+    Raises PortTaken when another process holds the port (free_udp_port's
+    answer can be any test's ephemeral source port a moment later)."""
     collector = subprocess.Popen([nfcapd, "-w", store, "-p", str(port), "-b", "127.0.0.1"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 30
     while time.time() < deadline:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                return collector
+        if collector.poll() is not None:
+            err = collector.stderr.read().decode(errors="replace")
+            if "Address already in use" in err:
+                raise PortTaken(port)
+            raise RuntimeError("nfcapd on 127.0.0.1:%d exited (%d): %s" % (port, collector.returncode, err))
+        if _holds_udp_port(collector.pid, port):
+            return collector
         time.sleep(0.05)
     collector.kill()
-    raise RuntimeError("nfcapd did not bind 127.0.0.1:%d" % port)
+    collector.wait()
+    raise RuntimeError("nfcapd did not bind 127.0.0.1:%d in 30 s" % port)
+
+
+def _holds_udp_port(pid, port):
+    """Whether process `pid` has a UDP socket bound to `port` (its socket
+    inode in /proc/net/udp among its own descriptors)."""
+    inodes = set()
+    with open("/proc/net/udp") as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port:
+                inodes.add("socket:[%s]" % fields[9])
+    if not inodes:
+        return False
+    fd_dir = "/proc/%d/fd" % pid
+    try:
+        for fd in os.listdir(fd_dir):
+            try:
+                if os.readlink(os.path.join(fd_dir, fd)) in inodes:
+                    return True
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return False
+
+
+class PortTaken(RuntimeError):
+    pass
+
+
+def start_collector_on_free_port(store, nfcapd="nfcapd", attempts=5):
+    """(collector, port): start_collector on a fresh port, again on another
+    while the chosen one turns out taken."""
+    for _ in range(attempts - 1):
+        port = free_udp_port()
+        try:
+            return start_collector(store, port, nfcapd), port
+        except PortTaken:
+            pass
+    port = free_udp_port()
+    return start_collector(store, port, nfcapd), port
 
 
 def stop_collector(collector):

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from gstlaunch import gst_launch_env
-from nfcapd import free_udp_port, start_collector, stop_collector
+from nfcapd import free_udp_port, start_collector, start_collector_on_free_port, stop_collector
 
 CAPTURES = ["zeek__wikipedia.pcap", "zeek__ssh.pcap", "zeek__ftp_ipv6.pcap",
             "zeek__vlan-qinqinq.pcap", "tcpdump__icmpv6.pcap", "zeek__icmp_dot1q.pcap",
@@ -92,11 +92,10 @@ def restart_check(gst_launch, nfcapd, nfdump, work, env):
     whose flows end every second (active timeout 1 s) keeps records flowing
     for about 6 s: the first collector takes the first 2 s, none listens
     for the next 1.5 s, the second takes the rest."""
-    port = free_udp_port()
     first, second = os.path.join(work, "first.nf"), os.path.join(work, "second.nf")
     os.mkdir(first)
     os.mkdir(second)
-    collector = start_collector(first, port, nfcapd)
+    collector, port = start_collector_on_free_port(first, nfcapd)
     cmd = [gst_launch, "packettestsrc", "rate=20000", "batch-size=100", "num-buffers=1200",
            "flows=50", "!", "gpupacketproc", "flows=true", "flow-active-timeout=1",
            "flow-idle-timeout=1", "name=p", "p.src", "!", "queue", "!", "fakesink", "p.flows",
@@ -158,8 +157,7 @@ def main():
         for name in CAPTURES:
             store = os.path.join(work, name + ".nf")
             os.mkdir(store)
-            port = free_udp_port()
-            collector = start_collector(store, port, nfcapd)
+            collector, port = start_collector_on_free_port(store, nfcapd)
             flows_jsonl = os.path.join(work, "flows.jsonl")
             run = subprocess.run(pipeline(gst_launch, os.path.join(pcaps, name),
                                           ["ipfixsink", "host=127.0.0.1", "port=%d" % port],

@@ -46,7 +46,7 @@ import tempfile
 import time
 
 from gstlaunch import gst_launch_env
-from nfcapd import free_udp_port, start_collector, stop_collector
+from nfcapd import start_collector_on_free_port, stop_collector
 
 PROTO = {"TCP": 6, "UDP": 17, "ICMP": 1, "ICMP6": 58, "SCTP": 132, "GRE": 47, "ESP": 50,
          "AH": 51, "IPIP": 4, "IPv6": 41}
@@ -138,9 +138,8 @@ def finish_softflowd(proc, capture, ctl):
 
 
 def softflowd_conversations(capture, workdir):
-    port = free_udp_port()
     coldir = tempfile.mkdtemp(dir=workdir)
-    col = start_collector(coldir, port)
+    col, port = start_collector_on_free_port(coldir)
     try:
         # A control socket path of at most 12 characters: with a longer one
         # Debian's softflowd 1.1.0 never reads a packet (it sits in accept()
