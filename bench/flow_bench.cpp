@@ -1,16 +1,16 @@
 // gpupacket-flow-bench: what flow metering costs, side by side with parse +
 // RSS alone, in one run on one machine; and how many flows a GPU table holds.
 //
-//   gpupacket-flow-bench [--quick] [--flows N] [--capacity N] [--seconds S]
-//                        [--device D] [--report FILE.md]
+//   gpupacket-flow-bench [--quick] [--flows-only] [--flows N] [--capacity N]
+//                        [--seconds S] [--device D] [--report FILE.md]
 //
 // Traffic: 64-byte frames of N flows (default 1,048,576) in turn, so that
 // each pass over the ring holds every flow once and, after the first pass,
 // N flows are open at once; 4096-packet batches.  For each GPU mode:
 // parse + RSS, then the same with the flow table in device memory, counted
-// by the batch kernel itself (records still copied back), then in `streams`
-// and `graph` with the records left on the device (flows only), at 4096-
-// and 16384-packet batches.  On the host: cpu mode on every core, without and
+// by the batch kernel itself (records still copied back), then in `streams`,
+// `zerocopy` and `graph` with the records left on the device (flows only),
+// at 4096- and 16384-packet batches (--flows-only: these rows alone).  On the host: cpu mode on every core, without and
 // with its flow table.  Each point is measured three times, alternating,
 // and the median kept; the ratios compare medians of the same run.  Then
 // the table capacity: --capacity distinct flows (default 16,777,216)
@@ -41,6 +41,7 @@ using gppbench::now_ns;
 
 struct Options {
   bool quick = false;
+  bool flows_only = false; // only the flows-only rows
   uint32_t flows = 1u << 20;
   uint32_t capacity = 1u << 24;
   double seconds = 1.0;
@@ -208,13 +209,14 @@ int main(int argc, char **argv) {
       return argv[++i];
     };
     if (a == "--quick") o.quick = true;
+    else if (a == "--flows-only") o.flows_only = true;
     else if (a == "--flows") o.flows = static_cast<uint32_t>(std::strtoul(next(), nullptr, 10));
     else if (a == "--capacity") o.capacity = static_cast<uint32_t>(std::strtoul(next(), nullptr, 10));
     else if (a == "--seconds") o.seconds = std::strtod(next(), nullptr);
     else if (a == "--device") o.device = std::atoi(next());
     else if (a == "--report") o.report = next();
     else {
-      std::fprintf(stderr, "usage: %s [--quick] [--flows N] [--capacity N] [--seconds S] "
+      std::fprintf(stderr, "usage: %s [--quick] [--flows-only] [--flows N] [--capacity N] [--seconds S] "
                            "[--device D] [--report FILE.md]\n", argv[0]);
       return 2;
     }
@@ -256,6 +258,7 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   bool failed = false;
   for (const Point &p : points) {
+    if (o.flows_only) break;
     Rig base, flows;
     if (!make_rig(o, p.mode, false, true, base, &error) ||
         !make_rig(o, p.mode, true, true, flows, &error)) {
@@ -304,8 +307,8 @@ int main(int argc, char **argv) {
                 p.name, row.base, row.flows, 100 * row.flows / row.base,
                 row.on_device ? "device" : "host", row.note.c_str());
   }
-  // Flows only: streams and graph with the records left on the device, at
-  // 4096- and 16384-packet batches.
+  // Flows only: streams, zerocopy and graph with the records left on the
+  // device (zerocopy: not written at all), at 4096- and 16384-packet batches.
   struct OnlyRow {
     const char *mode;
     uint32_t batch;
@@ -318,7 +321,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "flows only: %s\n", error.c_str());
     failed = true;
   }
-  for (const Point &p : {points[0], points[2]}) {
+  for (const Point &p : {points[0], points[1], points[2]}) {
     for (const uint32_t batch : {kBatch, kLargeBatch}) {
       const Ring &r = batch == kBatch ? ring : large;
       if (r.batches.empty()) continue;
@@ -366,7 +369,7 @@ int main(int argc, char **argv) {
   double insert_mps = 0;
   uint64_t created = 0, untracked = 0;
   size_t table_bytes = 0;
-  {
+  if (!o.flows_only) {
     gpp::FlowSettings fs;
     fs.max_flows = o.capacity;
     auto store = gpp::make_device_flow_store(o.device, gpp::flow_table_slots(fs.max_flows), &error);
@@ -455,7 +458,9 @@ int main(int argc, char **argv) {
      << gppbench::fmt_bytes(table_bytes) << " (" << table_bytes / std::max<uint32_t>(o.capacity, 1)
      << " bytes a flow: two 128-byte slots each): " << created << " tracked, " << untracked
      << " untracked; " << gppbench::fmt(insert_mps, 1) << " M new flows/s. Target ≥ 16M flows: "
-     << (created >= (1u << 24) && untracked == 0 ? "met" : o.quick ? "not measured (--quick)" : "**missed**")
+     << (created >= (1u << 24) && untracked == 0 ? "met"
+         : o.quick || o.flows_only            ? "not measured"
+                                              : "**missed**")
      << ".\n";
   if (!o.report.empty()) {
     std::ofstream f(o.report);

@@ -98,8 +98,9 @@ struct EngineSettings {
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
   WaitStrategy wait = WaitStrategy::Spin;
   size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch
-  // streams, graph: false leaves the records on the device (no copy back), for
-  // runs that want only what the batches leave there (a flow table).
+  // streams, graph, zerocopy: false leaves the records on the device (no copy
+  // back; zerocopy writes none), for runs that want only what the batches
+  // leave there (a flow table).
   bool records_to_host = true;
 };
 

@@ -187,7 +187,8 @@ public:
     if (count == 0) {
       // Nothing to compute; the event still marks the slot's place in order.
     } else if (mode_ == Mode::ZeroCopy) {
-      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, results, st, flows),
+      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg,
+                                                 records_to_host_ ? results : nullptr, st, flows),
                    "launching the zero-copy kernel", error) &&
            counted(st, error);
     } else {
@@ -297,7 +298,7 @@ private:
   Mode mode_;
   WaitStrategy wait_;
   int device_;
-  bool records_to_host_; // streams, graph
+  bool records_to_host_;
   DeviceSets sets_;
   std::vector<std::unique_ptr<StreamSlot>> slots_;
   uint64_t head_ = 0, tail_ = 0;

@@ -116,6 +116,7 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
                     dpi_scratch);
   // Each record is final here (the block's stages are done).
   if (flows.table.slots && threadIdx.x < n) flow_count_packet(flows, records[threadIdx.x]);
+  if (!results) return; // zero-copy flows only: the records stay here
   const uint32_t words = n * sizeof(GppResult) / sizeof(uint4);
   const auto *src = reinterpret_cast<const uint4 *>(records);
   auto *dst = reinterpret_cast<uint4 *>(results + first);

@@ -22,7 +22,8 @@ namespace gpp {
 
 // Zero-copy: the batch and the results live in pinned host memory, which the
 // kernel reads and writes over PCIe (UVA pointers).  Each block gathers its
-// records in shared memory and writes them out in wide, coalesced stores.
+// records in shared memory and writes them out in wide, coalesced stores;
+// with `host_results` null it writes none (flows only: the table is the output).
 [[nodiscard]] cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch,
                                                         uint32_t packet_count,
                                                         const CoreConfig &cfg,
