@@ -73,7 +73,7 @@ void usage(FILE *f) {
                "  --gst        also measure the gpupacketproc element (GstHarness); finds the\n"
                "               plugin through GST_PLUGIN_PATH_1_0 (default: this build's)\n"
                "  --device N   CUDA device (default 0)\n"
-               "  --streams N  EngineSettings::num_streams for the GPU modes (default 4, as the\n"
+               "  --streams N  EngineSettings::num_streams for the GPU modes (default %u, as the\n"
                "               element's num-streams)\n"
                "  --cpu-only   no GPU needed: only the CPU rows (and with --gst, mode=cpu);\n"
                "               checks the benchmark itself on a machine without a GPU\n"
@@ -83,7 +83,8 @@ void usage(FILE *f) {
                "  --grid G     which cells of section B: stress (the original workloads),\n"
                "               realistic (real ClassBench 10k sets, ET Open 2024 fast patterns,\n"
                "               real/HTTP/dense payloads) or all (default)\n"
-               "exit: 0 ran, 1 a measurement failed, 2 usage, 3 watchdog, 77 no usable GPU\n");
+               "exit: 0 ran, 1 a measurement failed, 2 usage, 3 watchdog, 77 no usable GPU\n",
+               gpp::kDefaultNumStreams);
 }
 
 bool parse_options(int argc, char **argv, Options *o) {

@@ -26,6 +26,23 @@ typedef struct {
   gchar *error;
 } Injector;
 
+/* Every value of gpupacketproc's mode property, comma-separated (the
+ * element's enum is the one list of modes); NULL without the element. */
+static gchar *
+all_modes (void)
+{
+  GstElement *proc = gst_element_factory_make ("gpupacketproc", NULL);
+  if (!proc)
+    return NULL;
+  GParamSpec *spec = g_object_class_find_property (G_OBJECT_GET_CLASS (proc), "mode");
+  GEnumClass *modes = G_PARAM_SPEC_ENUM (spec)->enum_class;
+  GString *text = g_string_new (NULL);
+  for (guint i = 0; i < modes->n_values; ++i)
+    g_string_append_printf (text, "%s%s", i ? "," : "", modes->values[i].value_nick);
+  gst_object_unref (proc);
+  return g_string_free (text, FALSE);
+}
+
 static double
 now_s (void)
 {
@@ -147,7 +164,11 @@ main (int argc, char **argv)
   printf ("%-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "mode", "sent", "captured", "dropped",
       "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99");
   int status = 0;
-  gchar **list = g_strsplit (modes ? modes : "cpu,streams,zerocopy,graph,persistent", ",", -1);
+  if (!modes && !(modes = all_modes ())) {
+    fprintf (stderr, "no gpupacketproc element (is GST_PLUGIN_PATH set?)\n");
+    return 1;
+  }
+  gchar **list = g_strsplit (modes, ",", -1);
   for (gchar ** m = list; *m; ++m) {
     gchar *desc = g_strdup_printf ("pcapsrc name=src device=%s batch-size=%d batch-timeout=%d ! "
         "gpupacketproc name=proc mode=%s ! fakesink sync=false", capture, batch_size,

@@ -28,10 +28,10 @@ print_result (const GppResult * r)
 int
 main (int argc, char **argv)
 {
-  gchar *modes_text = g_strdup ("cpu,streams,zerocopy,graph,persistent");
+  gchar *modes_text = NULL;    /* default: every value of the mode property */
   gint every = 10, batch_size = 64;
   GOptionEntry entries[] = {
-    {"modes", 'm', 0, G_OPTION_ARG_STRING, &modes_text, "Modes to cycle through", "LIST"},
+    {"modes", 'm', 0, G_OPTION_ARG_STRING, &modes_text, "Modes to cycle through (all)", "LIST"},
     {"every", 'e', 0, G_OPTION_ARG_INT, &every, "Switch after this many batches (10)", "N"},
     {"batch-size", 'b', 0, G_OPTION_ARG_INT, &batch_size, "Packets per batch (64)", "N"},
     {NULL}
@@ -46,11 +46,9 @@ main (int argc, char **argv)
     return 2;
   }
   g_option_context_free (ctx);
-  gchar **modes = g_strsplit (modes_text, ",", -1);
-  const guint n_modes = g_strv_length (modes);
 
-  gchar *desc = g_strdup_printf ("pcapsrc name=src batch-size=%d ! gpupacketproc name=proc "
-      "mode=%s ! appsink name=sink sync=false", batch_size, modes[0]);
+  gchar *desc = g_strdup_printf ("pcapsrc name=src batch-size=%d ! gpupacketproc name=proc ! "
+      "appsink name=sink sync=false", batch_size);
   GstElement *pipeline = gst_parse_launch (desc, &err);
   g_free (desc);
   /* A missing element (the plugin not found) gives a partial pipeline AND an
@@ -66,6 +64,18 @@ main (int argc, char **argv)
   g_object_set (src, "location", argv[1], NULL);
   gst_object_unref (src);
   GstElement *proc = gst_bin_get_by_name (GST_BIN (pipeline), "proc");
+  if (!modes_text) {
+    /* The element's mode enum is the one list of modes. */
+    GEnumClass *all = G_PARAM_SPEC_ENUM (g_object_class_find_property (G_OBJECT_GET_CLASS (proc),
+            "mode"))->enum_class;
+    GString *text = g_string_new (NULL);
+    for (guint i = 0; i < all->n_values; ++i)
+      g_string_append_printf (text, "%s%s", i ? "," : "", all->values[i].value_nick);
+    modes_text = g_string_free (text, FALSE);
+  }
+  gchar **modes = g_strsplit (modes_text, ",", -1);
+  const guint n_modes = g_strv_length (modes);
+  gst_util_set_object_arg (G_OBJECT (proc), "mode", modes[0]);
   GstAppSink *sink = GST_APP_SINK (gst_bin_get_by_name (GST_BIN (pipeline), "sink"));
   GstBus *bus = gst_element_get_bus (pipeline);
 

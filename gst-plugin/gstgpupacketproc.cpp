@@ -55,6 +55,7 @@
 #include "readyonly.h"
 
 #include <atomic>
+#include <cstdarg>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -66,12 +67,14 @@
 
 #include "acl_rules.h"
 #include "batchbuffer.h"
+#include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "gstpinnedallocator.h"
+#include "latencywindow.h"
 #include "flowoutput.h"
 #include "modedispatch.h"
 #include "procstats.h"
@@ -106,6 +109,18 @@ GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
 static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect::All &&
     (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
     "dpi-select values are gpp::DpiSelect's");
+/* Properties whose values the engine takes by a cast. */
+static_assert ((int) GST_GPU_PACKET_PROC_WAIT_SPIN == (int) gpp::WaitStrategy::Spin &&
+    (int) GST_GPU_PACKET_PROC_WAIT_YIELD == (int) gpp::WaitStrategy::Yield &&
+    (int) GST_GPU_PACKET_PROC_WAIT_BLOCK == (int) gpp::WaitStrategy::Block,
+    "wait-strategy values are gpp::WaitStrategy's");
+static_assert ((int) GST_GPU_PACKET_PROC_MEMORY_DEFAULT == (int) gpp::HostMemoryKind::Default &&
+    (int) GST_GPU_PACKET_PROC_MEMORY_WRITE_COMBINED == (int) gpp::HostMemoryKind::WriteCombined &&
+    (int) GST_GPU_PACKET_PROC_MEMORY_MAPPED == (int) gpp::HostMemoryKind::Mapped,
+    "pool-memory values are gpp::HostMemoryKind's");
+static_assert ((int) GST_GPU_PACKET_PROC_ACTION_ALLOW == GPP_ACL_ALLOW &&
+    (int) GST_GPU_PACKET_PROC_ACTION_DROP == GPP_ACL_DROP,
+    "default-action values are the records' GPP_ACL_* actions");
 
 enum
 {
@@ -625,7 +640,7 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
 }
 
 static gboolean
-gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+gst_gpu_packet_proc_sink_query_body (GstPad * pad, GstObject * parent, GstQuery * query)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
   GppProcState *st = self->state;
@@ -673,7 +688,7 @@ gst_gpu_packet_proc_processing_latency (GstGpuPacketProc * self)
 }
 
 static gboolean
-gst_gpu_packet_proc_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+gst_gpu_packet_proc_src_query_body (GstPad * pad, GstObject * parent, GstQuery * query)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
 
@@ -693,7 +708,7 @@ gst_gpu_packet_proc_src_query (GstPad * pad, GstObject * parent, GstQuery * quer
 }
 
 static gboolean
-gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadMode mode,
+gst_gpu_packet_proc_src_activate_mode_body (GstPad * pad, GstObject * parent, GstPadMode mode,
     gboolean active)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
@@ -745,39 +760,31 @@ engine_settings_locked (GstGpuPacketProc * self)
 }
 
 /* Runs a batch on an engine that completes inline (cpu) and pushes its
- * results from this thread: no queue, no hand-off to the task. */
+ * results from this thread: no queue, no hand-off to the task.  `item`
+ * holds the mapped batch; whatever it holds goes with it on every return. */
 static GstFlowReturn
-gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, GstBuffer * batch,
-    const GstMapInfo & in, const gpp::CoreConfig & config,
-    std::chrono::steady_clock::time_point entry)
+gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, PendingItem & item,
+    const gpp::CoreConfig & config, std::chrono::steady_clock::time_point entry)
 {
   GppProcState *st = self->state;
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (in.data);
-  const uint32_t count = header->packet_count;
-  GstBuffer *results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
-  GstMapInfo out;
-  gst_buffer_map (results, &out, GST_MAP_WRITE);
-  auto *records = reinterpret_cast<GppResult *> (out.data);
+  const guint8 *batch = item.batch_map.data;
+  const uint32_t count = reinterpret_cast<const GppBatchHeader *> (batch)->packet_count;
+  item.results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
+  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+  auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
   std::string error;
-  if (!st->dispatch.engine ()->submit (in.data, in.size, count, config, records, &error) ||
-      !st->dispatch.engine ()->wait_oldest (&error)) {
-    gst_buffer_unmap (results, &out);
-    gst_buffer_unref (results);
+  if (!st->dispatch.engine ()->submit (batch, item.batch_map.size, count, config, records,
+          &error) || !st->dispatch.engine ()->wait_oldest (&error)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Processing failed in mode %s.",
             gpp::mode_name (st->dispatch.engine ()->mode ())), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
   gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count,
-      captured_bytes (in.data), entry, live_capture_ns (st, in.data));
+      captured_bytes (batch), entry, live_capture_ns (st, batch));
   const GstFlowReturn flow_ret = st->flows.add (records, count);
-  gst_buffer_unmap (results, &out);
-  if (flow_ret != GST_FLOW_OK) {
-    gst_buffer_unref (results);
+  if (flow_ret != GST_FLOW_OK)
     return flow_ret;
-  }
-  gst_buffer_copy_into (results, batch, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-  gst_buffer_add_packet_batch_meta (results, batch);
-  return gst_pad_push (self->srcpad, results);
+  return gst_pad_push (self->srcpad, item.take_results ());
 }
 
 /* The latest packet time in a validated batch. */
@@ -792,51 +799,49 @@ latest_packet_ns (const guint8 * batch)
   return latest;
 }
 
-/* Hands a validated batch to the GPU engine and queues it for the task. */
+/* Hands a validated batch to the GPU engine and queues it for the task.
+ * `item` holds the mapped batch and the rule sets it runs with; whatever it
+ * holds goes with it on every return. */
 static GstFlowReturn
-gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, GstBuffer * batch, GstMapInfo & in,
-    const gpp::CoreConfig & config, std::shared_ptr<const gpp::AclRuleSet> acl,
-    std::shared_ptr<const gpp::DpiPatternSet> dpi, gpp::Mode mode,
+gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, PendingItem item,
+    const gpp::CoreConfig & config, gpp::Mode mode,
     std::chrono::steady_clock::time_point entry, bool wait_here)
 {
   GppProcState *st = self->state;
-  PendingItem item;
-  item.acl = std::move (acl);
-  item.dpi = std::move (dpi);
-  item.batch = batch;
+  const guint8 *data = item.batch_map.data;
+  const gsize size = item.batch_map.size;
   item.mode = mode;
   item.entry = entry;
-  item.count = reinterpret_cast<const GppBatchHeader *> (in.data)->packet_count;
-  item.bytes = captured_bytes (in.data);
-  item.first_capture_ns = live_capture_ns (st, in.data);
+  item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
+  item.bytes = captured_bytes (data);
+  item.first_capture_ns = live_capture_ns (st, data);
 
   /* The engines read whole 16-byte words of pinned memory: a batch from our
    * pool is used where it lies, anything else is copied into the pool. */
-  GstMemory *mem = gst_buffer_n_memory (batch) == 1 ? gst_buffer_peek_memory (batch, 0) : NULL;
-  if (mem && gpp_pinned_allocator_owns (st->dispatch.pools.input (), mem) &&
-      reinterpret_cast<uintptr_t> (in.data) % 16 == 0) {
-    item.batch_map = in;
-  } else {
-    if (in.size > gpp_pinned_allocator_capacity (st->dispatch.pools.input ())) {
+  GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
+      gst_buffer_peek_memory (item.batch, 0) : NULL;
+  if (!mem || !gpp_pinned_allocator_owns (st->dispatch.pools.input (), mem) ||
+      reinterpret_cast<uintptr_t> (data) % 16 != 0) {
+    if (size > gpp_pinned_allocator_capacity (st->dispatch.pools.input ())) {
       if (gst_gpu_packet_proc_settle_before_error (self))
         GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
               "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
-              in.size, self->pool_size_mib), (NULL));
-      gst_buffer_unmap (batch, &in);
-      return GST_FLOW_ERROR;      /* the item unrefs the batch */
+              size, self->pool_size_mib), (NULL));
+      return GST_FLOW_ERROR;
     }
-    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.input (), in.size,
+    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.input (), size,
         st->results.flushing_flag ());
-    if (!pinned) {
-      gst_buffer_unmap (batch, &in);
+    if (!pinned)
       return GST_FLOW_FLUSHING;
-    }
-    item.staging = gst_buffer_new ();
-    gst_buffer_append_memory (item.staging, pinned);
-    gst_buffer_map (item.staging, &item.batch_map, GST_MAP_WRITE);
-    memcpy (item.batch_map.data, in.data, in.size);
-    gst_buffer_unmap (batch, &in);
-    self->stats->add_copied (in.size);
+    GstBuffer *staging = gst_buffer_new ();
+    gst_buffer_append_memory (staging, pinned);
+    GstMapInfo staged;
+    gst_buffer_map (staging, &staged, GST_MAP_WRITE);
+    memcpy (staged.data, data, size);
+    gst_buffer_unmap (item.batch, &item.batch_map);
+    item.staging = staging;     /* the item now holds the pinned copy's map */
+    item.batch_map = staged;
+    self->stats->add_copied (size);
   }
 
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
@@ -899,7 +904,6 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
   GppProcState *st = self->state;
   const auto entry = std::chrono::steady_clock::now ();
-  GstMapInfo in;
   char why[256];
 
   if (st->upstream_live < 0) {
@@ -916,36 +920,40 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
     gst_buffer_unref (batch);
     return failed;
   }
-  if (!gst_buffer_map (batch, &in, GST_MAP_READ)) {
+  /* From here the item owns the batch (and its map): every return, an
+   * exception's too, unmaps and unrefs whatever it still holds. */
+  PendingItem item;
+  item.batch = batch;
+  if (!gst_buffer_map (batch, &item.batch_map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the packet batch."), (NULL));
-    gst_buffer_unref (batch);
     return GST_FLOW_ERROR;
   }
+  const guint8 *data = item.batch_map.data;
+  const gsize size = item.batch_map.size;
   const char *problem = NULL;
-  if (!gpp_batch_validate (in.data, in.size, why, sizeof why)) {
+  if (!gpp_batch_validate (data, size, why, sizeof why)) {
     problem = why;
-  } else if (reinterpret_cast<const GppBatchHeader *> (in.data)->linktype !=
+  } else if (reinterpret_cast<const GppBatchHeader *> (data)->linktype !=
       (guint) self->linktype) {
     g_snprintf (why, sizeof why, "its header says link type %u, the caps say %d",
-        reinterpret_cast<const GppBatchHeader *> (in.data)->linktype, self->linktype);
+        reinterpret_cast<const GppBatchHeader *> (data)->linktype, self->linktype);
     problem = why;
   }
   if (problem) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed packet batch: %s.", problem),
         ("buffer offset %" G_GUINT64_FORMAT ", %" G_GSIZE_FORMAT " bytes",
-            GST_BUFFER_OFFSET (batch), in.size));
-    gst_buffer_unmap (batch, &in);
-    gst_buffer_unref (batch);
+            GST_BUFFER_OFFSET (batch), size));
     return GST_FLOW_ERROR;
   }
 
   GST_OBJECT_LOCK (self);
   gpp::CoreConfig config = self->config;
-  std::shared_ptr<const gpp::AclRuleSet> acl = *self->acl;
-  std::shared_ptr<const gpp::DpiPatternSet> dpi = *self->dpi;
-  config.acl = acl ? acl->blob.data () : nullptr;
-  config.acl_default_action = acl ? (uint8_t) self->default_action : (uint8_t) GPP_ACL_NONE;
-  config.dpi = dpi ? dpi->blob.data () : nullptr;
+  item.acl = *self->acl;
+  item.dpi = *self->dpi;
+  config.acl = item.acl ? item.acl->blob.data () : nullptr;
+  config.acl_default_action = item.acl ? (uint8_t) self->default_action :
+      (uint8_t) GPP_ACL_NONE;
+  config.dpi = item.dpi ? item.dpi->blob.data () : nullptr;
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::EngineSettings settings = engine_settings_locked (self);
   const bool low_latency = self->low_latency;
@@ -957,26 +965,16 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
       st->results.outstanding () > 0;
   if (engine_changed || inline_behind_queue) {
     /* Let everything in flight leave first: nothing is lost or reordered. */
-    if (!gst_gpu_packet_proc_drain (self)) {
-      gst_buffer_unmap (batch, &in);
-      gst_buffer_unref (batch);
+    if (!gst_gpu_packet_proc_drain (self))
       return GST_FLOW_FLUSHING;
-    }
-    if (engine_changed && !gst_gpu_packet_proc_switch_engine (self, mode, settings)) {
-      gst_buffer_unmap (batch, &in);
-      gst_buffer_unref (batch);
+    if (engine_changed && !gst_gpu_packet_proc_switch_engine (self, mode, settings))
       return GST_FLOW_ERROR;
-    }
   }
 
-  if (st->dispatch.engine ()->completes_inline ()) {
-    GstFlowReturn ret = gst_gpu_packet_proc_process_inline (self, batch, in, config, entry);
-    gst_buffer_unmap (batch, &in);
-    gst_buffer_unref (batch);
-    return ret;
-  }
-  return gst_gpu_packet_proc_submit_gpu (self, batch, in, config, std::move (acl),
-      std::move (dpi), mode, entry, low_latency);
+  if (st->dispatch.engine ()->completes_inline ())
+    return gst_gpu_packet_proc_process_inline (self, item, config, entry);
+  return gst_gpu_packet_proc_submit_gpu (self, std::move (item), config, mode, entry,
+      low_latency);
 }
 
 /* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
@@ -1080,15 +1078,20 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
      * cpu mode parses on. */
     flow_settings.threads = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
-    if (flows)
-      state->flows.start (flow_settings);
-    /* Pinned memory and the engine are set up here, not in the streaming path. */
-    if (!gst_gpu_packet_proc_setup_pool (self) ||
-        !gst_gpu_packet_proc_switch_engine (self, mode, settings)) {
-      GST_OBJECT_LOCK (self);
-      self->state = nullptr;
-      GST_OBJECT_UNLOCK (self);
-      delete state;
+    /* Pinned memory and the engine are set up here, not in the streaming
+     * path.  A failure, an exception's too, leaves no state behind. */
+    bool started = false;
+    try {
+      if (flows)
+        state->flows.start (flow_settings);
+      started = gst_gpu_packet_proc_setup_pool (self) &&
+          gst_gpu_packet_proc_switch_engine (self, mode, settings);
+    } catch (...) {
+      gst_gpu_packet_proc_teardown (self);
+      throw;                    /* posted by gpp_no_throw */
+    }
+    if (!started) {
+      gst_gpu_packet_proc_teardown (self);
       return GST_STATE_CHANGE_FAILURE;
     }
   }
@@ -1186,7 +1189,7 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
 }
 
 static void
-gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
+gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     const GValue * value, GParamSpec * pspec)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (object);
@@ -1304,7 +1307,7 @@ gst_gpu_packet_proc_set_property (GObject * object, guint prop_id,
 }
 
 static void
-gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * value,
+gst_gpu_packet_proc_get_property_body (GObject * object, guint prop_id, GValue * value,
     GParamSpec * pspec)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (object);
@@ -1404,7 +1407,8 @@ gst_gpu_packet_proc_finalize (GObject * object)
 }
 
 /* The vfuncs themselves: their bodies above, run so that no exception
- * leaves them (noexcept.h). */
+ * leaves them (noexcept.h): every one that reaches code which can throw
+ * (allocation, rule loading, engine creation, batch building). */
 static GstFlowReturn
 gst_gpu_packet_proc_chain (GstPad * pad, GstObject * parent, GstBuffer * batch)
 {
@@ -1426,6 +1430,48 @@ gst_gpu_packet_proc_change_state (GstElement * element, GstStateChange transitio
       [&] { return gst_gpu_packet_proc_change_state_body (element, transition); });
 }
 
+static gboolean
+gst_gpu_packet_proc_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "gpupacketproc's sink query", FALSE,
+      [&] { return gst_gpu_packet_proc_sink_query_body (pad, parent, query); });
+}
+
+static gboolean
+gst_gpu_packet_proc_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "gpupacketproc's src query", FALSE,
+      [&] { return gst_gpu_packet_proc_src_query_body (pad, parent, query); });
+}
+
+static gboolean
+gst_gpu_packet_proc_src_activate_mode (GstPad * pad, GstObject * parent, GstPadMode mode,
+    gboolean active)
+{
+  return gpp_no_throw (GST_ELEMENT (parent), "gpupacketproc's pad activation", FALSE,
+      [&] { return gst_gpu_packet_proc_src_activate_mode_body (pad, parent, mode, active); });
+}
+
+static void
+gst_gpu_packet_proc_set_property (GObject * object, guint prop_id, const GValue * value,
+    GParamSpec * pspec)
+{
+  gpp_no_throw (GST_ELEMENT (object), "setting a gpupacketproc property", false, [&] {
+        gst_gpu_packet_proc_set_property_body (object, prop_id, value, pspec);
+        return true;
+      });
+}
+
+static void
+gst_gpu_packet_proc_get_property (GObject * object, guint prop_id, GValue * value,
+    GParamSpec * pspec)
+{
+  gpp_no_throw (GST_ELEMENT (object), "reading a gpupacketproc property", false, [&] {
+        gst_gpu_packet_proc_get_property_body (object, prop_id, value, pspec);
+        return true;
+      });
+}
+
 static void
 gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
 {
@@ -1435,6 +1481,22 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
             return true;
           }))
     gst_pad_pause_task (self->srcpad);
+}
+
+/* A property blurb that states a constant, printed from it (interned, so it
+ * lives as long as the class, as G_PARAM_STATIC_BLURB needs). */
+static const gchar *
+blurb_printf (const gchar * format, ...) G_GNUC_PRINTF (1, 2);
+static const gchar *
+blurb_printf (const gchar * format, ...)
+{
+  va_list args;
+  va_start (args, format);
+  gchar *text = g_strdup_vprintf (format, args);
+  va_end (args);
+  const gchar *interned = g_intern_string (text);
+  g_free (text);
+  return interned;
 }
 
 static void
@@ -1476,9 +1538,10 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "l4_checksum reads 'unverified'", DEFAULT_VERIFY_L4_CHECKSUM, rw_playing));
   g_object_class_install_property (gobject_class, PROP_CPU_THREADS,
       g_param_spec_uint ("cpu-threads", "CPU threads",
-          "Host threads for mode=cpu (its packet core, and its flow table, which "
-          "takes the value the element starts with), 0 = one per core; batches under 512 "
-          "packets per thread use fewer threads, since handing them out costs more",
+          blurb_printf ("Host threads for mode=cpu (its packet core, and its flow table, "
+              "which takes the value the element starts with), 0 = one per core; batches "
+              "under %u packets per thread use fewer threads, since handing them out costs "
+              "more", gpp::CpuEngine::kMinPacketsPerThread),
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device ID", "CUDA device for the GPU modes",
@@ -1491,11 +1554,12 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           1, MAX_NUM_STREAMS, DEFAULT_NUM_STREAMS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
       g_param_spec_uint ("pool-size", "Pinned pool size",
-          "MiB of pinned (page-locked) host memory for batches, and four times as "
-          "much for results, allocated on READY→PAUSED when a GPU is usable; 0 = none "
-          "(mode=cpu only). Limits the largest batch. Refused (an error) when the "
-          "pools of every gpupacketproc of the process would pin more than half of "
-          "physical memory",
+          blurb_printf ("MiB of pinned (page-locked) host memory for batches, and %zu "
+              "times as much for results, allocated on READY→PAUSED when a GPU is usable; "
+              "0 = none (mode=cpu only). Limits the largest batch. Refused (an error) when "
+              "the pools of every gpupacketproc of the process would pin more than %.0f%% "
+              "of physical memory", GppPinnedPools::kResultsPoolFactor,
+              100 * GppPinnedPools::kMaxPinnedShare),
           0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
       g_param_spec_enum ("pool-memory", "Pinned pool memory kind",
@@ -1567,20 +1631,20 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, DEFAULT_DPI_SELECT, rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
-          "Since the last READY→PAUSED: active-mode; batches, packets, bytes "
+          blurb_printf ("Since the last READY→PAUSED: active-mode; batches, packets, bytes "
           "(captured), malformed (packets with any status flag); "
-          "latency-p50/p99/p999/max-ns (chain entry to result push, last 4096 "
+          "latency-p50/p99/p999/max-ns (chain entry to result push, last %zu "
           "batches) overall and as MODE-latency-p50/p99/p999-ns with MODE-batches "
           "for each mode used; capture-latency-p50/p99/p999/max-ns (capture "
           "timestamp of each batch's first packet to its result push, wall clock, "
-          "last 4096 batches; recorded only when upstream answers the LATENCY query as live, 0 otherwise); "
+          "last %zu batches; recorded only when upstream answers the LATENCY query as live, 0 otherwise); "
           "batches-in-flight, max-batches-in-flight; "
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
           "allocations the full pool could not serve); pool-bytes-in-use; "
           "pool-bytes-pinned (both pools); acl-rule-count, acl-bytes, dpi-pattern-count, "
           "dpi-bytes (the sets in use; their bytes are what a GPU mode holds in device "
-          "memory for them)",
+          "memory for them)", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -110,7 +110,7 @@ gst_packet_test_src_profile_get_type (void)
 }
 
 static gboolean
-gst_packet_test_src_start (GstBaseSrc * base)
+gst_packet_test_src_start_body (GstBaseSrc * base)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
   gpp::TrafficSpec spec;
@@ -176,6 +176,15 @@ gst_packet_test_src_start (GstBaseSrc * base)
   self->batches_out = self->packets_out = 0;
   self->started = std::chrono::steady_clock::now ();
   return TRUE;
+}
+
+/* Rule loading and the ring can throw (std::bad_alloc, std::length_error):
+ * no exception leaves the vfunc (noexcept.h). */
+static gboolean
+gst_packet_test_src_start (GstBaseSrc * base)
+{
+  return gpp_no_throw (GST_ELEMENT (base), "packettestsrc's start", FALSE,
+      [&] { return gst_packet_test_src_start_body (base); });
 }
 
 static gboolean

@@ -11,6 +11,13 @@ class LatencyWindow {
 public:
   static constexpr size_t kCapacity = 4096;
 
+  // All memory up front: adding and reading never allocate (they run in
+  // vfuncs and on the streaming thread, where nothing may throw).
+  LatencyWindow() {
+    samples_.reserve(kCapacity);
+    scratch_.reserve(kCapacity);
+  }
+
   void clear() {
     samples_.clear();
     next_ = 0;
@@ -30,14 +37,15 @@ public:
   // thread every few hundred batches.
   uint64_t percentile(double p) const {
     if (samples_.empty()) return 0;
-    std::vector<uint64_t> copy(samples_);
-    size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(copy.size()) + 0.999999);
-    rank = std::min(std::max<size_t>(rank, 1), copy.size());
-    std::nth_element(copy.begin(), copy.begin() + (rank - 1), copy.end());
-    return copy[rank - 1];
+    scratch_.assign(samples_.begin(), samples_.end()); // within its reserved capacity
+    size_t rank = static_cast<size_t>(p / 100.0 * static_cast<double>(scratch_.size()) + 0.999999);
+    rank = std::min(std::max<size_t>(rank, 1), scratch_.size());
+    std::nth_element(scratch_.begin(), scratch_.begin() + (rank - 1), scratch_.end());
+    return scratch_[rank - 1];
   }
 
 private:
   std::vector<uint64_t> samples_;
+  mutable std::vector<uint64_t> scratch_; // percentile's working copy
   size_t next_ = 0;
 };

@@ -1,5 +1,7 @@
 #include "modedispatch.h"
 
+#include <exception>
+
 bool
 GppModeDispatch::needs_switch (gpp::Mode mode, const gpp::EngineSettings & settings) const
 {
@@ -41,7 +43,15 @@ GppModeDispatch::switch_to (gpp::Mode mode, const gpp::EngineSettings & settings
     return false;
   }
   std::string why;
-  auto engine = gpp::make_engine (mode, settings, &why);
+  std::unique_ptr<gpp::Engine> engine;
+  try {
+    engine = gpp::make_engine (mode, settings, &why);
+  } catch (const std::exception & e) {
+    /* An allocation that throws: the same failure as one reported. */
+    why = e.what ();
+  } catch (...) {
+    why = "an unknown exception";
+  }
   if (!engine) {
     *error = std::string ("Could not start mode=") + gpp::mode_name (mode) + " on CUDA device " +
         std::to_string (settings.device_id) + ": " + why;

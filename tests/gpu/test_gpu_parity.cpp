@@ -7,6 +7,7 @@
 #include <pcap/pcap.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +31,7 @@
 #include "flow_meter.h"
 #include "packet_kernels.h"
 #include "traffic_gen.h"
+#include "../unit/random_patterns.h"
 
 namespace {
 
@@ -59,6 +61,10 @@ struct Capture {
 template <typename T> struct DeviceBuffer {
   T *ptr = nullptr;
   explicit DeviceBuffer(size_t n) { CUDA_CHECK(cudaMalloc(reinterpret_cast<void **>(&ptr), n * sizeof(T) + 1)); }
+  // A device copy of `host` (a rule or pattern blob).
+  explicit DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size()) {
+    CUDA_CHECK(cudaMemcpy(ptr, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer &) = delete;
   DeviceBuffer &operator=(const DeviceBuffer &) = delete;
@@ -406,6 +412,111 @@ std::string rules_from_traffic(const std::vector<Capture> &captures) {
   return text;
 }
 
+// Random pattern and rule sets, the way tests/unit checks the CPU against
+// brute force (random_patterns.h: 1-700 bytes from a small alphabet,
+// nested, prefixes and suffixes of each other, runs like "aaaa", a nocase
+// mix; random rules between a few hosts), here through the GPU's
+// block-wide stages: each round's packets (IPv4 UDP and TCP between a few
+// hosts, payloads built from the patterns) must get from the GPU, at several
+// batch sizes, the CPU's records, and those must hold the brute-force
+// matchers' answers (DpiPatternSet::naive_scan, AclRuleSet::first_match).
+// Returns mismatches.
+size_t compare_random_sets(int rounds, const std::vector<uint32_t> &batch_sizes) {
+  std::mt19937 rng(2027);
+  size_t mismatches = 0, packets = 0, dpi_hits = 0, acl_hits = 0;
+  auto host = [&](unsigned k) { return std::array<uint8_t, 4>{10, 0, uint8_t(k / 4), uint8_t(k % 4 + 1)}; };
+  for (int round = 0; round < rounds; ++round) {
+    const gpptest::RandomPatterns random = gpptest::random_patterns(rng);
+    const std::vector<std::string> &patterns = random.patterns;
+    const std::string &dpi_text = random.text;
+    std::string acl_text;
+    const int rules = 1 + rng() % 2000;
+    for (int k = 0; k < rules; ++k) {
+      const auto s = host(rng() % 16), d = host(rng() % 16);
+      const unsigned slo = rng() % 3 ? 0 : rng() % 2000, dlo = rng() % 2 ? 0 : rng() % 2000;
+      const unsigned shi = slo + (rng() % 2 ? rng() % 100 : 65535 - slo);
+      const unsigned dhi = dlo + (rng() % 2 ? rng() % 100 : 65535 - dlo);
+      char line[160];
+      std::snprintf(line, sizeof line, "@%u.%u.%u.%u/%u\t%u.%u.%u.%u/%u\t%u : %u\t%u : %u\t%s %s\n",
+                    s[0], s[1], s[2], s[3], static_cast<unsigned>(16 + rng() % 17), d[0], d[1],
+                    d[2], d[3], static_cast<unsigned>(16 + rng() % 17), slo, shi, dlo, dhi,
+                    rng() % 3 == 0 ? "0/0" : rng() % 2 ? "6/0xff" : "17/0xff",
+                    rng() % 2 ? "allow" : "drop");
+      acl_text += line;
+    }
+    std::string error;
+    auto dpi = gpp::parse_dpi_patterns(dpi_text, "random patterns", &error);
+    auto acl = dpi ? gpp::parse_acl_rules(acl_text, "random rules", &error) : nullptr;
+    if (!dpi || !acl) {
+      std::fprintf(stderr, "RANDOM SETS round %d: %s\n", round, error.c_str());
+      return mismatches + 1;
+    }
+    Capture cap;
+    cap.name = "random-sets-" + std::to_string(round);
+    cap.linktype = GPP_LINKTYPE_ETHERNET;
+    for (int n = 0; n < 300; ++n) {
+      std::string payload = gpptest::random_payload(rng, patterns, 1400);
+      payload.resize(std::min<size_t>(payload.size(), 1400));
+      const bool tcp = rng() % 2;
+      const size_t l4 = tcp ? 20 : 8, ip_len = 20 + l4 + payload.size();
+      std::vector<uint8_t> f(14 + ip_len, 0);
+      f[12] = 0x08;
+      uint8_t *ip = f.data() + 14;
+      ip[0] = 0x45;
+      ip[2] = uint8_t(ip_len >> 8);
+      ip[3] = uint8_t(ip_len);
+      ip[8] = 64;
+      ip[9] = tcp ? 6 : 17;
+      const auto s = host(rng() % 16), d = host(rng() % 16);
+      std::memcpy(ip + 12, s.data(), 4);
+      std::memcpy(ip + 16, d.data(), 4);
+      uint8_t *l = ip + 20;
+      const unsigned sport = rng() % 2100, dport = rng() % 2100;
+      l[0] = uint8_t(sport >> 8), l[1] = uint8_t(sport), l[2] = uint8_t(dport >> 8), l[3] = uint8_t(dport);
+      if (tcp) {
+        l[12] = 5 << 4;
+        l[13] = 0x18;
+      } else {
+        l[4] = uint8_t((8 + payload.size()) >> 8);
+        l[5] = uint8_t(8 + payload.size());
+      }
+      std::memcpy(l + l4, payload.data(), payload.size());
+      cap.packets.push_back({f, static_cast<uint32_t>(f.size())});
+    }
+    gpp::CoreConfig cfg = make_config(false, false);
+    cfg.acl = acl->blob.data();
+    cfg.acl_default_action = GPP_ACL_DROP;
+    cfg.dpi = dpi->blob.data();
+    const std::vector<GppResult> cpu = cpu_records(cap, cfg);
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      const GppResult &r = cpu[i];
+      int32_t id = -1;
+      uint32_t hits = 0;
+      if (r.payload_length)
+        dpi->naive_scan(cap.packets[i].bytes.data() + r.payload_offset, r.payload_length, &id, &hits);
+      const uint32_t first = acl->first_match(r);
+      dpi_hits += hits > 0;
+      acl_hits += first != gpp::kAclNoRule;
+      if ((r.dpi_pattern != id || r.dpi_hits != hits ||
+           static_cast<uint32_t>(r.acl_rule) != first) && ++mismatches <= 5)
+        std::fprintf(stderr, "RANDOM SETS round %d packet %zu: CPU dpi %d/%u acl %d, brute force "
+                             "dpi %d/%u acl %d\n", round, i, r.dpi_pattern, r.dpi_hits,
+                     r.acl_rule, id, hits, static_cast<int>(first));
+    }
+    DeviceBuffer<uint8_t> d_acl(acl->blob), d_dpi(dpi->blob);
+    gpp::CoreConfig gpu_cfg = cfg;
+    gpu_cfg.acl = d_acl.ptr;
+    gpu_cfg.dpi = d_dpi.ptr;
+    for (uint32_t batch_size : batch_sizes)
+      mismatches += compare(cap, batch_size, cpu, gpu_cfg, "random sets");
+    packets += cap.packets.size();
+  }
+  std::printf("random sets: %d rounds, %zu packets (%zu with DPI hits, %zu matching a rule), %zu "
+              "mismatching (GPU vs CPU vs brute force)\n",
+              rounds, packets, dpi_hits, acl_hits, mismatches);
+  return mismatches;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -425,9 +536,12 @@ int main(int argc, char **argv) {
   // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules),
   // 8 DPI (ET Open scan rules), 16 ACL from the traffic (IPv4 and IPv6; over 4),
   // 32 the realistic sets: ClassBench fw1 10k and ET Open 2024's fast
-  // patterns (over 4 and 8).
+  // patterns (over 4 and 8); 64 the other realistic ones: ClassBench acl1
+  // 10k and every content of ET Open 2024; 128 ClassBench ipc1 10k (over
+  // 4 and 16).
   const std::vector<int> variants =
-      quick ? std::vector<int>{0, 15, 16, 32} : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27, 32, 35};
+      quick ? std::vector<int>{0, 15, 16, 32}
+            : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27, 32, 35, 64, 128};
   std::string acl_error;
   const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
   auto acl = gpp::load_acl_rules(acl_path, &acl_error);
@@ -435,8 +549,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", acl_error.c_str());
     return 1;
   }
-  DeviceBuffer<uint8_t> d_acl(acl->blob.size());
-  CUDA_CHECK(cudaMemcpy(d_acl.ptr, acl->blob.data(), acl->blob.size(), cudaMemcpyHostToDevice));
+  DeviceBuffer<uint8_t> d_acl(acl->blob);
   std::string dpi_error;
   auto dpi = gpp::load_dpi_patterns(std::string(argv[1]) + "/../dpi/et_open_emerging-scan.rules",
                                     &dpi_error);
@@ -444,8 +557,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", dpi_error.c_str());
     return 1;
   }
-  DeviceBuffer<uint8_t> d_dpi(dpi->blob.size());
-  CUDA_CHECK(cudaMemcpy(d_dpi.ptr, dpi->blob.data(), dpi->blob.size(), cudaMemcpyHostToDevice));
+  DeviceBuffer<uint8_t> d_dpi(dpi->blob);
   auto big_acl = gpp::load_acl_rules(std::string(argv[1]) + "/../acl/classbench_fw1_10k.rules",
                                      &acl_error);
   auto big_dpi = gpp::load_dpi_patterns(std::string(argv[1]) + "/../dpi/et_open_2024", &dpi_error,
@@ -454,11 +566,19 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "%s\n", (big_acl ? dpi_error : acl_error).c_str());
     return 1;
   }
-  DeviceBuffer<uint8_t> d_big_acl(big_acl->blob.size()), d_big_dpi(big_dpi->blob.size());
-  CUDA_CHECK(cudaMemcpy(d_big_acl.ptr, big_acl->blob.data(), big_acl->blob.size(),
-                        cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(d_big_dpi.ptr, big_dpi->blob.data(), big_dpi->blob.size(),
-                        cudaMemcpyHostToDevice));
+  auto acl1_10k = gpp::load_acl_rules(std::string(argv[1]) + "/../acl/classbench_acl1_10k.rules",
+                                      &acl_error);
+  auto ipc1_10k = acl1_10k ? gpp::load_acl_rules(std::string(argv[1]) +
+                                                     "/../acl/classbench_ipc1_10k.rules",
+                                                 &acl_error)
+                           : nullptr;
+  auto all_dpi = gpp::load_dpi_patterns(std::string(argv[1]) + "/../dpi/et_open_2024", &dpi_error);
+  if (!acl1_10k || !ipc1_10k || !all_dpi) {
+    std::fprintf(stderr, "%s\n", (all_dpi ? acl_error : dpi_error).c_str());
+    return 1;
+  }
+  DeviceBuffer<uint8_t> d_acl1_10k(acl1_10k->blob), d_ipc1_10k(ipc1_10k->blob),
+      d_all_dpi(all_dpi->blob), d_big_acl(big_acl->blob), d_big_dpi(big_dpi->blob);
   std::vector<Capture> captures;
   if (DIR *dir = opendir(argv[1])) {
     while (dirent *e = readdir(dir)) {
@@ -500,9 +620,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "no IPv6 rules came from the traffic\n");
     return 1;
   }
-  DeviceBuffer<uint8_t> d_traffic_acl(traffic_acl->blob.size());
-  CUDA_CHECK(cudaMemcpy(d_traffic_acl.ptr, traffic_acl->blob.data(), traffic_acl->blob.size(),
-                        cudaMemcpyHostToDevice));
+  DeviceBuffer<uint8_t> d_traffic_acl(traffic_acl->blob);
 
   size_t packets = 0, mismatches = 0, runs = 0;
   size_t flow_mismatches = 0, flows = 0, flow_runs = 0;
@@ -512,27 +630,28 @@ int main(int argc, char **argv) {
       {
         gpp::CoreConfig cfg = make_config(variant & 1, variant & 2);
         gpp::CoreConfig gpu_cfg = cfg;
-        if (variant & 4) {
-          cfg.acl = acl->blob.data();
-          gpu_cfg.acl = d_acl.ptr;
-          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_DROP;
-        }
-        if (variant & 8) {
-          cfg.dpi = dpi->blob.data();
-          gpu_cfg.dpi = d_dpi.ptr;
-        }
-        if (variant & 16) {
-          cfg.acl = traffic_acl->blob.data();
-          gpu_cfg.acl = d_traffic_acl.ptr;
-          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_ALLOW;
-        }
+        // A set on the CPU, its device copy on the GPU.
+        auto use_acl = [&](const gpp::AclRuleSet &set, const uint8_t *device, uint8_t action) {
+          cfg.acl = set.blob.data();
+          gpu_cfg.acl = device;
+          cfg.acl_default_action = gpu_cfg.acl_default_action = action;
+        };
+        auto use_dpi = [&](const gpp::DpiPatternSet &set, const uint8_t *device) {
+          cfg.dpi = set.blob.data();
+          gpu_cfg.dpi = device;
+        };
+        if (variant & 4) use_acl(*acl, d_acl.ptr, GPP_ACL_DROP);
+        if (variant & 8) use_dpi(*dpi, d_dpi.ptr);
+        if (variant & 16) use_acl(*traffic_acl, d_traffic_acl.ptr, GPP_ACL_ALLOW);
         if (variant & 32) {
-          cfg.acl = big_acl->blob.data();
-          gpu_cfg.acl = d_big_acl.ptr;
-          cfg.acl_default_action = gpu_cfg.acl_default_action = GPP_ACL_DROP;
-          cfg.dpi = big_dpi->blob.data();
-          gpu_cfg.dpi = d_big_dpi.ptr;
+          use_acl(*big_acl, d_big_acl.ptr, GPP_ACL_DROP);
+          use_dpi(*big_dpi, d_big_dpi.ptr);
         }
+        if (variant & 64) {
+          use_acl(*acl1_10k, d_acl1_10k.ptr, GPP_ACL_DROP);
+          use_dpi(*all_dpi, d_all_dpi.ptr);
+        }
+        if (variant & 128) use_acl(*ipc1_10k, d_ipc1_10k.ptr, GPP_ACL_ALLOW);
         char what[64];
         std::snprintf(what, sizeof what, "settings %d", variant);
         const std::vector<GppResult> cpu = cpu_records(cap, cfg);
@@ -554,6 +673,8 @@ int main(int argc, char **argv) {
   std::printf("%zu captures (%zu packets), %zu runs (%zu batch sizes x %zu settings): %zu "
               "mismatching records\n", captures.size(), packets, runs, batch_sizes.size(),
               variants.size(), mismatches);
+  mismatches += compare_random_sets(quick ? 3 : 40, quick ? std::vector<uint32_t>{64}
+                                                          : std::vector<uint32_t>{1, 7, 64, 300});
   // Flows at scale: generated traffic over 1.2 million flows (64-byte
   // frames), 4096-packet batches.
   if (!quick) {

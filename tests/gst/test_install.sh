@@ -25,9 +25,11 @@ LD_PRELOAD="${GPP_SANITIZER_PRELOAD:-}" GST_PLUGIN_PATH_1_0="$dest$pluginsdir" \
   { cat "$dest/inspect.txt"; echo "the installed plugin does not load"; exit 1; }
 grep -q "dpi-select" "$dest/inspect.txt" || { echo "gst-inspect-1.0 shows another plugin"; exit 1; }
 cat > "$dest/app.c" <<'C'
+#include <gpupacket/flow-record.h>
 #include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
-int main (void) { return sizeof (GppResult) == 128 && sizeof (GppPacketDesc) > 0 ? 0 : 1; }
+int main (void) { return sizeof (GppResult) == 128 && sizeof (GppPacketDesc) > 0 &&
+    sizeof (GppFlowRecord) == 144 ? 0 : 1; }
 C
 # shellcheck disable=SC2046
 cc $(pkg-config --cflags gpupacket) "$dest/app.c" -o "$dest/app" && "$dest/app" ||

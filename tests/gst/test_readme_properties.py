@@ -7,7 +7,9 @@ classes'), each with the default its GParamSpec has: the defaults are
 written once, in the code, and this keeps README and gst-inspect-1.0 from
 drifting apart.  A default of `—` stands for none (NULL strings, the
 read-only stats); `a…b` for a long string that starts with a and ends
-with b.
+with b.  Likewise each table whose header starts `| \`PROPERTY\` |` (the
+modes table, `| \`mode\` | ...`) must list exactly the values (nicks) of
+that enum property of the element whose section holds it.
 
 usage: test_readme_properties.py README.md
 """
@@ -36,6 +38,28 @@ def readme_tables(path):
                 break
             cells = [c.strip() for c in row.strip().strip("|").split("|")]
             rows[cells[0].strip("`")] = cells[1].strip("`")
+    return tables
+
+
+def readme_value_tables(path):
+    """{(element, property): [values]} from tables headed `| `property` | ...`."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    tables, element = {}, None
+    for i, line in enumerate(lines):
+        heading = re.match(r"^(#{2,3}) (.*?)\s*$", line)
+        if heading:
+            element = heading.group(2) if heading.group(1) == "###" else None
+            continue
+        header = re.match(r"^\| `([a-z0-9-]+)` \|", line)
+        if not header or not element or not lines[i + 1].startswith("|---"):
+            continue
+        values = tables.setdefault((element, header.group(1)), [])
+        for row in lines[i + 2:]:
+            if not row.startswith("|"):
+                break
+            cell = row.strip().strip("|").split("|")[0].strip()
+            named = re.match(r"`([^`]+)`", cell)  # "`all` (default)": the value
+            values.append(named.group(1) if named else cell)
     return tables
 
 
@@ -83,6 +107,19 @@ def main():
                                 f"the element {actual!r}")
     if not tables:
         problems.append("no property tables found in README")
+    value_tables = readme_value_tables(sys.argv[1])
+    for (element, prop), values in sorted(value_tables.items()):
+        instance = Gst.ElementFactory.make(element, None)
+        pspec = instance.find_property(prop) if instance else None
+        if pspec is None or GObject.type_fundamental(pspec.value_type) != GObject.TYPE_ENUM:
+            problems.append(f"{element}: README has a table of {prop} values, not an enum property")
+            continue
+        nicks = [v.value_nick for v in type(pspec.default_value).__enum_values__.values()]
+        if values != nicks:
+            problems.append(f"{element}: README's {prop} table lists {values}, the element has {nicks}")
+        checked += 1
+    if ("gpupacketproc", "mode") not in value_tables:
+        problems.append("README has no table of gpupacketproc's modes")
     for p in problems:
         print("FAIL:", p)
     print(f"{checked} documented defaults checked in {len(tables)} elements: "

@@ -14,6 +14,17 @@
 //              mode (set from the second results buffer's handoff) cannot
 //              create its engine        -> results of batches 1-2, then the error
 //
+// Then through GstHarness, in each GPU mode, for engine creation that fails
+// and that throws:
+//   mid-stream: two batches in mode=cpu, then the mode set to the GPU mode;
+//              the third batch returns GST_FLOW_ERROR and the element posts
+//              one "Could not start mode=..." error naming the fault (not an
+//              "Internal failure": the dispatcher turns the exception into
+//              that error), and the harness's teardown frees everything.
+//   at start:  READY->PAUSED fails with the fault, and succeeds once the
+//              fault is gone (a failed start leaves no state behind: the
+//              sanitizer build finds any it leaked).
+//
 // "Results of batches 1-2" means packets 1..16 exactly, in order (batch-size
 // 8): nothing before the fault is lost, nothing after it slips out past the
 // error.  Each run ends at the error message, which must name the simulated
@@ -21,6 +32,7 @@
 // nothing leaks.
 //
 //   test-faults CAPTURE
+#include <gst/check/gstharness.h>
 #include <gst/gst.h>
 
 #include <cstdio>
@@ -29,8 +41,10 @@
 #include <string>
 #include <vector>
 
+#include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
 
+#include "batch_builder.h"
 #include "engine.h"
 
 namespace {
@@ -96,10 +110,91 @@ void run_pipeline(const std::string &capture, const char *mode, Run &run) {
   gst_object_unref(pipeline);
 }
 
+// The element's first error message on `bus`, or "" if none.
+std::string pop_error(GstBus *bus) {
+  std::string text;
+  while (GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR)) {
+    if (text.empty()) {
+      GError *err = nullptr;
+      gst_message_parse_error(msg, &err, nullptr);
+      text = err->message;
+      g_clear_error(&err);
+    }
+    gst_message_unref(msg);
+  }
+  return text;
+}
+
+// Problems with the harness cases for `mode` and `fault` ("engine", "throw").
+std::vector<std::string> harness_cases(const char *mode, const char *fault) {
+  std::vector<std::string> problems;
+  gpp::BatchBuilder builder;
+  builder.reset(GPP_LINKTYPE_ETHERNET);
+  uint8_t frame[60] = {};
+  frame[12] = 0x08;
+  for (int i = 0; i < 8; ++i) builder.add(frame, sizeof frame, sizeof frame, 0, i + 1);
+  const std::vector<uint8_t> batch = builder.finish();
+  const std::string expected = std::string("Could not start mode=") + mode;
+  {
+    g_unsetenv("GPP_SIM_FAULT");
+    GstHarness *h = gst_harness_new("gpupacketproc");
+    gst_util_set_object_arg(G_OBJECT(h->element), "mode", "cpu");
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(h->element, bus);
+    gst_harness_set_src_caps_str(h, GPP_BATCH_CAPS_NAME ", linktype=(int)1");
+    gst_harness_play(h);
+    for (int b = 0; b < 2; ++b) {
+      if (gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size())) != GST_FLOW_OK)
+        problems.push_back("mid-stream: a mode=cpu batch failed");
+      while (GstBuffer *out = gst_harness_try_pull(h)) gst_buffer_unref(out);
+    }
+    g_setenv("GPP_SIM_FAULT", fault, TRUE);
+    gst_util_set_object_arg(G_OBJECT(h->element), "mode", mode);
+    const GstFlowReturn ret = gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size()));
+    if (ret != GST_FLOW_ERROR)
+      problems.push_back(std::string("mid-stream: the batch after the switch returned ") +
+                         gst_flow_get_name(ret));
+    const std::string error = pop_error(bus);
+    if (error.rfind(expected, 0) != 0 || error.find("simulated fault") == std::string::npos)
+      problems.push_back("mid-stream: error \"" + error + "\", want \"" + expected +
+                         " ...: simulated fault ...\"");
+    // Messages on the bus hold the element, the element its bus: cut that.
+    gst_element_set_bus(h->element, nullptr);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_harness_teardown(h);
+    gst_object_unref(bus);
+  }
+  {
+    GstElement *element = gst_element_factory_make("gpupacketproc", nullptr);
+    GstBus *bus = gst_bus_new();
+    gst_element_set_bus(element, bus);
+    gst_util_set_object_arg(G_OBJECT(element), "mode", mode);
+    g_setenv("GPP_SIM_FAULT", fault, TRUE);
+    if (gst_element_set_state(element, GST_STATE_PAUSED) != GST_STATE_CHANGE_FAILURE)
+      problems.push_back("at start: READY->PAUSED did not fail");
+    const std::string error = pop_error(bus);
+    if (error.rfind(expected, 0) != 0)
+      problems.push_back("at start: error \"" + error + "\", want \"" + expected + " ...\"");
+    g_unsetenv("GPP_SIM_FAULT");
+    if (gst_element_set_state(element, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE)
+      problems.push_back("at start: READY->PAUSED failed again without the fault: " +
+                         pop_error(bus));
+    gst_element_set_state(element, GST_STATE_NULL);
+    gst_element_set_bus(element, nullptr);
+    gst_bus_set_flushing(bus, TRUE);
+    gst_object_unref(bus);
+    gst_object_unref(element);
+  }
+  return problems;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
+  // Line by line: a sanitizer's leak report ends the process without
+  // flushing stdout, and the lines before it say which case ran last.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s CAPTURE\n", argv[0]);
     return 2;
@@ -154,6 +249,17 @@ int main(int argc, char **argv) {
       if (problems.empty())
         std::printf("ok   mode=%s fault=%s%s: %zu results, then: %s\n", mode, c.fault, when,
                     run.packets.size(), run.error.substr(0, run.error.find(" | ")).c_str());
+      failures += !problems.empty();
+    }
+  }
+  for (const gpp::ModeInfo &info : gpp::kModes) {
+    if (!gpp::is_gpu_mode(info.mode)) continue;
+    for (const char *fault : {"engine", "throw"}) {
+      const std::vector<std::string> problems = harness_cases(info.name, fault);
+      for (const std::string &p : problems)
+        std::printf("FAIL harness mode=%s fault=%s: %s\n", info.name, fault, p.c_str());
+      if (problems.empty())
+        std::printf("ok   harness mode=%s fault=%s: mid-stream and at start\n", info.name, fault);
       failures += !problems.empty();
     }
   }

@@ -17,6 +17,7 @@
 #include "dpi_patterns.h"
 #include "shared_data.h"
 #include "et_open_mz_case.h"
+#include "random_patterns.h"
 #include "packet_core.h"
 
 namespace {
@@ -203,43 +204,21 @@ TEST(DpiScan, SplitScanAgreesWithNaiveMatcherAcrossTheMiddle) {
 using mz_case::kMzPayload;
 using mz_case::kMzRules;
 
-// Patterns of 1 to 700 bytes (so many are longer than the automata's
-// prefixes and verified in place), from a small alphabet so they overlap,
-// nest, share prefixes and suffixes, with runs like "aaaa" and a nocase mix;
-// payloads built from them.  The scan must equal the naive matcher, and so
-// must every cut of the payload into ranges scanned apart (the GPU's way:
-// dpi_scan_range, chunks counted where the automaton reports a match).
+// Random pattern sets (random_patterns.h) and payloads built from them.
+// The scan must equal the naive matcher, and so must every cut of the
+// payload into ranges scanned apart (the GPU's way: dpi_scan_range, chunks
+// counted where the automaton reports a match).
 TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
   std::mt19937 rng(2026);
   for (int round = 0; round < 40; ++round) {
-    std::vector<std::string> patterns;
-    std::string text;
-    const int count = 1 + rng() % 40;
-    for (int k = 0; k < count; ++k) {
-      std::string pat;
-      const uint32_t len = rng() % 4 == 0 ? 1 + rng() % 700 : 1 + rng() % 60;
-      const int kind = rng() % 4;
-      for (uint32_t i = 0; i < len; ++i)
-        pat.push_back(kind == 0 ? 'a' : "abAB"[rng() % (kind == 1 ? 2 : 4)]);
-      // Some patterns extend or end another one.
-      if (!patterns.empty() && rng() % 3 == 0) {
-        const std::string &other = patterns[rng() % patterns.size()];
-        pat = rng() % 2 ? other + pat.substr(0, rng() % 40) : pat.substr(0, rng() % 40) + other;
-        if (pat.empty()) pat = "a";
-      }
-      patterns.push_back(pat);
-      text += rng() % 3 == 0 ? "alert tcp any any -> any any (content:\"" + pat + "\"; nocase; sid:1;)\n"
-                             : pat + "\n";
-    }
+    const gpptest::RandomPatterns random = gpptest::random_patterns(rng);
+    const std::vector<std::string> &patterns = random.patterns;
+    const std::string &text = random.text;
     std::string error;
     auto set = parse(text, &error);
     ASSERT_TRUE(set) << error;
     for (int n = 0; n < 30; ++n) {
-      std::string payload;
-      while (payload.size() < 2000 && rng() % 8) {
-        if (rng() % 2) payload += patterns[rng() % patterns.size()];
-        for (int k = rng() % 20; k > 0; --k) payload.push_back("abAB"[rng() % 4]);
-      }
+      const std::string payload = gpptest::random_payload(rng, patterns, 2000);
       const auto *bytes = reinterpret_cast<const uint8_t *>(payload.data());
       const uint32_t len = static_cast<uint32_t>(payload.size());
       int32_t id, naive_id;

@@ -1,0 +1,226 @@
+// gpupacketproc's threading and pool contracts, through GstHarness on the
+// simulated GPU:
+//
+//   thread     mode=cpu, and any mode with low-latency=true, push each
+//              results buffer from the thread that pushed the batch (no
+//              hop); the other GPU modes push from the element's task.
+//   flush      a chain waiting for room in the pinned results pool (a
+//              downstream that holds every results buffer) returns
+//              GST_FLOW_FLUSHING as soon as FLUSH_START arrives (the pool
+//              wakes its waiters through a condition variable).  Bound:
+//              100 ms each of five times: a wake takes 0.1-5 ms here, and the
+//              bound leaves room for a loaded machine, so this catches a
+//              waiter left asleep or a slow poll, not a 10 ms one.
+//   cycles     100 PLAYING <-> NULL cycles in mode=cpu, a few batches and EOS
+//              each, every result out each time (the GPU modes' cycles are
+//              test-gpu-modes' leaks section); the sanitizer build checks
+//              that nothing leaks.
+//
+//   test-element-contracts
+#include <gst/check/gstharness.h>
+#include <gst/gst.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gpupacket/packet-batch.h>
+#include <gpupacket/packet-result.h>
+
+#include "batch_builder.h"
+
+namespace {
+
+int g_failures = 0;
+
+void fail(const std::string &what) {
+  std::printf("FAIL %s\n", what.c_str());
+  ++g_failures;
+}
+
+std::vector<uint8_t> make_batch(uint32_t packets, uint64_t first_number) {
+  gpp::BatchBuilder builder;
+  builder.reset(GPP_LINKTYPE_ETHERNET);
+  uint8_t frame[60] = {};
+  frame[12] = 0x08; // IPv4 ethertype, the rest zero: a malformed but harmless packet
+  for (uint32_t i = 0; i < packets; ++i)
+    builder.add(frame, sizeof frame, sizeof frame, 0, first_number + i);
+  return builder.finish();
+}
+
+// A harness around gpupacketproc with `properties` ("name=value ..."), set
+// in the description: some take effect only before the element starts.
+GstHarness *start(const char *properties) {
+  gchar *desc = g_strdup_printf("gpupacketproc num-streams=2 %s", properties);
+  GstHarness *h = gst_harness_new_parse(desc);
+  g_free(desc);
+  gst_harness_set_src_caps_str(h, GPP_BATCH_CAPS_NAME ", linktype=(int)1");
+  gst_harness_play(h);
+  return h;
+}
+
+struct ThreadSeen {
+  std::atomic<GThread *> pusher{nullptr};
+};
+
+GstPadProbeReturn note_thread(GstPad *, GstPadProbeInfo *, gpointer data) {
+  static_cast<ThreadSeen *>(data)->pusher = g_thread_self();
+  return GST_PAD_PROBE_OK;
+}
+
+// Whether results left from the thread that pushed the batch, for `props`.
+void check_thread(const char *props, bool same_thread_expected) {
+  GstHarness *h = start(props);
+  ThreadSeen seen;
+  GstElement *proc = gst_harness_find_element(h, "gpupacketproc");
+  GstPad *src = gst_element_get_static_pad(proc, "src");
+  gst_pad_add_probe(src, GST_PAD_PROBE_TYPE_BUFFER, note_thread, &seen, nullptr);
+  gst_object_unref(src);
+  gst_object_unref(proc);
+  const std::vector<uint8_t> batch = make_batch(8, 1);
+  bool same = true;
+  for (int i = 0; i < 5; ++i) {
+    seen.pusher = nullptr;
+    if (gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size())) != GST_FLOW_OK) {
+      fail(std::string(props) + ": a batch failed");
+      break;
+    }
+    GstBuffer *out = gst_harness_pull(h); // waits for the task's push
+    if (!out) {
+      fail(std::string(props) + ": no results buffer");
+      break;
+    }
+    gst_buffer_unref(out);
+    same = same && seen.pusher.load() == g_thread_self();
+  }
+  std::printf("%s %s: results pushed from %s\n", same == same_thread_expected ? "ok  " : "FAIL",
+              props, same ? "the pushing thread" : "another thread");
+  if (same != same_thread_expected) ++g_failures;
+  gst_harness_teardown(h);
+}
+
+// A chain blocked on the results pool returns FLUSHING soon after FLUSH_START.
+void check_flush_wakes_pool_waiter() {
+  // 7000 records of 128 bytes (896 KB) a batch: the 4 MiB results pool of
+  // pool-size=1 holds four, and the harness keeps every results buffer.
+  const std::vector<uint8_t> batch = make_batch(7000, 1);
+  for (int round = 0; round < 5; ++round) {
+    GstHarness *h = start("mode=streams pool-size=1");
+    std::atomic<int> returned{0};
+    std::atomic<GstFlowReturn> last{GST_FLOW_OK};
+    std::atomic<int64_t> returned_at_us{0};
+    std::thread pusher([&] {
+      for (int i = 0; i < 10; ++i) {
+        const GstFlowReturn r =
+            gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size()));
+        last = r;
+        ++returned;
+        if (r != GST_FLOW_OK) break;
+      }
+      returned_at_us = g_get_monotonic_time();
+    });
+    // Wait until the pushes stop returning: the chain waits for pool room.
+    int before = -1;
+    for (int still = 0; still < 3; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+      const int now = returned;
+      still = now == before ? still + 1 : 0;
+      before = now;
+    }
+    if (returned >= 10) {
+      fail("flush: the pool never filled (every push returned)");
+      pusher.join();
+      gst_harness_teardown(h);
+      return;
+    }
+    const int64_t flushed_at_us = g_get_monotonic_time();
+    gst_harness_push_event(h, gst_event_new_flush_start());
+    pusher.join();
+    const double waited_ms = (returned_at_us - flushed_at_us) / 1000.0;
+    const bool ok = last == GST_FLOW_FLUSHING && waited_ms < 100;
+    std::printf("%s flush %d: the waiting chain returned %s %.2f ms after FLUSH_START "
+                "(%d pushes returned before)\n",
+                ok ? "ok  " : "FAIL", round, gst_flow_get_name(last), waited_ms, before);
+    if (!ok) ++g_failures;
+    gst_harness_push_event(h, gst_event_new_flush_stop(TRUE));
+    gst_harness_teardown(h);
+  }
+}
+
+void check_cpu_cycles() {
+  constexpr int kCycles = 100, kBatches = 4;
+  GstHarness *h = start("mode=cpu");
+  std::vector<std::vector<uint8_t>> batches;
+  for (int b = 0; b < kBatches; ++b) batches.push_back(make_batch(16, 1 + 16 * b));
+  int done = 0;
+  for (int c = 0; c < kCycles; ++c) {
+    if (c > 0) {
+      if (gst_element_set_state(h->element, GST_STATE_PLAYING) != GST_STATE_CHANGE_SUCCESS) {
+        fail("cycles: NULL->PLAYING failed in cycle " + std::to_string(c));
+        break;
+      }
+      gst_harness_push_event(h, gst_event_new_stream_start("cycle"));
+      GstCaps *caps = gst_caps_from_string(GPP_BATCH_CAPS_NAME ", linktype=(int)1");
+      gst_harness_push_event(h, gst_event_new_caps(caps));
+      gst_caps_unref(caps);
+      GstSegment segment;
+      gst_segment_init(&segment, GST_FORMAT_TIME);
+      gst_harness_push_event(h, gst_event_new_segment(&segment));
+    }
+    uint64_t expected = 1;
+    bool ok = true;
+    for (const auto &b : batches) {
+      if (gst_harness_push(h, gst_buffer_new_memdup(b.data(), b.size())) != GST_FLOW_OK) {
+        ok = false;
+        break;
+      }
+    }
+    gst_harness_push_event(h, gst_event_new_eos());
+    for (int b = 0; b < kBatches && ok; ++b) {
+      GstBuffer *out = gst_harness_try_pull(h);
+      GstMapInfo map;
+      if (!out || !gst_buffer_map(out, &map, GST_MAP_READ)) {
+        ok = false;
+        if (out) gst_buffer_unref(out);
+        break;
+      }
+      for (size_t off = 0; off + sizeof(GppResult) <= map.size; off += sizeof(GppResult))
+        ok = ok && reinterpret_cast<const GppResult *>(map.data + off)->packet_number == expected++;
+      gst_buffer_unmap(out, &map);
+      gst_buffer_unref(out);
+    }
+    if (!ok || expected != 1 + 16u * kBatches) {
+      fail("cycles: cycle " + std::to_string(c) + " did not give packets 1.." +
+           std::to_string(16 * kBatches) + " in order");
+      break;
+    }
+    while (GstEvent *e = gst_harness_try_pull_event(h)) gst_event_unref(e);
+    if (gst_element_set_state(h->element, GST_STATE_NULL) != GST_STATE_CHANGE_SUCCESS) {
+      fail("cycles: PLAYING->NULL failed in cycle " + std::to_string(c));
+      break;
+    }
+    ++done;
+  }
+  std::printf("%s cycles: %d of %d PLAYING<->NULL cycles in mode=cpu, every result each time\n",
+              done == kCycles ? "ok  " : "FAIL", done, kCycles);
+  if (done != kCycles) ++g_failures;
+  gst_harness_teardown(h);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  gst_init(&argc, &argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  check_thread("mode=cpu", true);
+  check_thread("mode=streams low-latency=true", true);
+  check_thread("mode=persistent low-latency=true", true);
+  check_thread("mode=streams", false);
+  check_thread("mode=persistent", false);
+  check_flush_wakes_pool_waiter();
+  check_cpu_cycles();
+  std::printf(g_failures ? "%d FAILED\n" : "PASS\n", g_failures);
+  return g_failures ? 1 : 0;
+}
