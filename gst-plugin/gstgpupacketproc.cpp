@@ -54,33 +54,24 @@
 #include "noexcept.h"
 #include "readyonly.h"
 
-#include <atomic>
 #include <cstdarg>
 #include <chrono>
 #include <cstdio>
-#include <condition_variable>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "acl_rules.h"
-#include "batchbuffer.h"
+#include "batchrunner.h"
 #include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "engine.h"
-#include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
-#include "gstpinnedallocator.h"
 #include "latencywindow.h"
-#include "flowoutput.h"
-#include "modedispatch.h"
 #include "procstats.h"
-#include "resultqueue.h"
 
-GST_DEBUG_CATEGORY_STATIC (gst_gpu_packet_proc_debug);
+GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it too */
 #define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
 
 #define DEFAULT_MODE GST_GPU_PACKET_PROC_MODE_CPU
@@ -150,23 +141,6 @@ enum
 };
 
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
-struct GppProcState
-{
-  /* Whether upstream is live (asked once, streaming thread): capture-to-
-   * result latency means something only then (a file's timestamps are old). */
-  int upstream_live = -1;
-
-  /* flows=true: the flow meter and the flows pad.  Before the engine: an
-   * engine may hold its table, so the engine goes first. */
-  GppFlowOutput flows;
-  /* The engine, its settings and the pinned pools. */
-  GppModeDispatch dispatch;
-  /* The ordered hand-off of results to the src pad task. */
-  GppResultQueue results;
-
-  explicit GppProcState (GstPad * flows_pad) : flows (flows_pad) {}
-};
-
 struct _GstGpuPacketProc
 {
   GstElement parent;
@@ -201,7 +175,7 @@ struct _GstGpuPacketProc
 
   gint linktype;                /* from the sink caps; streaming thread */
   gboolean linktype_refused;    /* the error for unsupported caps is posted (once) */
-  GppProcState *state;
+  GppBatchRunner *state;          /* READY→PAUSED to PAUSED→READY */
   GppProcStats *stats;
 };
 
@@ -374,159 +348,15 @@ to_engine_mode (GstGpuPacketProcMode mode)
   return static_cast<gpp::Mode> (mode);
 }
 
-static guint64
-elapsed_ns (std::chrono::steady_clock::time_point since)
-{
-  return std::chrono::duration_cast<std::chrono::nanoseconds> (
-      std::chrono::steady_clock::now () - since).count ();
-}
-
-/* Capture time of a batch's first packet where upstream is live, else 0 (a
- * file's timestamps are old; an empty batch has none). */
-static guint64
-live_capture_ns (const GppProcState * st, const uint8_t * batch)
-{
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  return st->upstream_live > 0 && header->packet_count ?
-      gpp_batch_descs (batch)[0].timestamp_ns : 0;
-}
-
-/* Captured packet bytes of a batch (what the stats count as bytes). */
-static guint64
-captured_bytes (const uint8_t * batch)
-{
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  const GppPacketDesc *descs = gpp_batch_descs (batch);
-  guint64 bytes = 0;
-  for (uint32_t i = 0; i < header->packet_count; i++)
-    bytes += descs[i].caplen;
-  return bytes;
-}
-
-/* Counts a finished batch into the stats, just before its results are
- * pushed.  Once a mode has run enough batches to be measured, the pipeline
- * is asked to query the latency again (it got the default so far). */
-static void
-gst_gpu_packet_proc_account (GstGpuPacketProc * self, gpp::Mode mode, const GppResult * records,
-    uint32_t count, guint64 bytes, std::chrono::steady_clock::time_point entry,
-    guint64 capture_ns)
-{
-  const guint64 wall = capture_ns ? gpp_capture_clock_ns () : 0;
-  const bool measured = self->stats->account (mode, records, count, bytes, elapsed_ns (entry),
-      capture_ns != 0, wall > capture_ns ? wall - capture_ns : 0);
-  if (measured)
-    gst_element_post_message (GST_ELEMENT (self), gst_message_new_latency (GST_OBJECT (self)));
-}
-
-/* Waits until every queued item is out; FALSE when a flush interrupts. */
-static gboolean
-gst_gpu_packet_proc_drain (GstGpuPacketProc * self)
-{
-  return self->state->results.drain ();
-}
-
-/* Before the chain posts an error: waits until the batches in flight have
- * been pushed (or a flush ended the wait).  FALSE when one of them failed
- * and its error is posted already. */
-static gboolean
-gst_gpu_packet_proc_settle_before_error (GstGpuPacketProc * self)
-{
-  gst_gpu_packet_proc_drain (self);
-  return self->state->results.last_flow () != GST_FLOW_ERROR;
-}
-
 static void gst_gpu_packet_proc_loop (GstGpuPacketProc * self);
 
-/* Waits for the oldest batch on the engine (`item`), retires its slot and
- * pushes its results: from the src pad task, or from the chain with
- * low-latency.  The caller then reports the flow to the queue (done()). */
-static GstFlowReturn
-gst_gpu_packet_proc_finish_batch (GstGpuPacketProc * self, PendingItem & item)
-{
-  GppProcState *st = self->state;
-  std::string error;
-  const bool ok = st->dispatch.engine ()->wait_oldest (&error);  /* also when flushing: GPU owns the memory */
-  const bool failed_before = st->results.retire_slot ();
-  if (!ok || failed_before) {
-    /* After a failed batch the stream has a hole: the batches behind it
-     * are retired, not pushed, and only the first failure is posted. */
-    if (!failed_before)
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("GPU processing failed in mode %s.",
-              gpp::mode_name (item.mode)), ("%s", error.c_str ()));
-    item.release ();
-    return GST_FLOW_ERROR;
-  }
-  gst_gpu_packet_proc_account (self, item.mode,
-      reinterpret_cast<const GppResult *> (item.results_map.data), item.count, item.bytes,
-      item.entry, item.first_capture_ns);
-  const GstFlowReturn flow_ret = st->results.flushing () ? GST_FLOW_OK :
-      st->flows.add (reinterpret_cast<const GppResult *> (item.results_map.data), item.count);
-  if (flow_ret != GST_FLOW_OK) {
-    item.release ();
-    return flow_ret;
-  }
-  GstBuffer *results = item.take_results ();
-  if (st->results.flushing ()) {
-    gst_buffer_unref (results);
-    return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
-  }
-  return gst_pad_push (self->srcpad, results);
-}
-
-/* The src pad task: pushes queued results and events in order. */
-static void
-gst_gpu_packet_proc_loop_body (GstGpuPacketProc * self)
-{
-  GppProcState *st = self->state;
-  PendingItem item;
-  if (!st->results.pop (item, [self] { gst_pad_pause_task (self->srcpad); }))
-    return;
-
-  GstFlowReturn flow = GST_FLOW_OK;
-  if (item.event) {
-    GstEvent *event = item.take_event ();
-    if (st->results.flushing ())
-      gst_event_unref (event);
-    else
-      gst_pad_push_event (self->srcpad, event);
-  } else {
-    flow = gst_gpu_packet_proc_finish_batch (self, item);
-  }
-
-  st->results.done (flow);
-}
-
-/* Queues a serialized event behind the batches in flight, or sends it now. */
+/* Queues a serialized event behind the batches in flight, or sends it now
+ * (no streaming state: nothing is in flight). */
 static gboolean
 gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * event)
 {
-  GppProcState *st = self->state;
-  if (st && st->results.enqueue_event_if_busy (event))
-    return TRUE;
-  return gst_pad_push_event (self->srcpad, event);
-}
-
-
-/* Idles the engine once nothing is in flight (EOS, flush): a persistent
- * kernel would otherwise keep a GPU and a host core polling for work that is
- * not coming.  Its allocations stay: the next batch only relaunches it. */
-static void
-gst_gpu_packet_proc_idle_engine (GstGpuPacketProc * self)
-{
-  GppProcState *st = self->state;
-  std::string error;
-  if (!st->dispatch.idle (*self->stats, &error))
-    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not idle the GPU engine."),
-        ("%s", error.c_str ()));
-}
-
-/* Starts flushing: wakes every wait that flushing ends (batch slots, the
- * task, and a chain waiting for pinned pool room), at once. */
-static void
-gst_gpu_packet_proc_set_flushing (GppProcState * st)
-{
-  st->results.start_flushing ();
-  st->dispatch.pools.wake ();
+  return self->state ? self->state->forward_serialized (event) :
+      gst_pad_push_event (self->srcpad, event);
 }
 
 /* The link types process_packet() parses (gpp::linktype_supported; the
@@ -574,7 +404,7 @@ static gboolean
 gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
-  GppProcState *st = self->state;
+  GppBatchRunner *st = self->state;
 
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_CAPS:{
@@ -604,14 +434,14 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
     }
     case GST_EVENT_FLUSH_START:
       if (st)
-        gst_gpu_packet_proc_set_flushing (st);
+        st->set_flushing ();
       gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
       if (st) {
         /* The task retires what the GPU still holds, discarding it. */
         st->results.stop_flushing ();
-        gst_gpu_packet_proc_idle_engine (self);
+        st->idle_engine ();
         st->flows.flushed ();   /* nothing in flight: the task is paused */
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
@@ -621,12 +451,12 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
     case GST_EVENT_EOS:
       /* EOS leaves after every batch in flight; then the resident kernel,
        * if any, stops (the next batch starts it again). */
-      if (st && !gst_gpu_packet_proc_drain (self)) {
+      if (st && !st->drain ()) {
         gst_event_unref (event);
         return FALSE;
       }
       if (st) {
-        gst_gpu_packet_proc_idle_engine (self);
+        st->idle_engine ();
         /* Every open flow ends with the stream, then EOS follows its records. */
         st->flows.finish ();
       }
@@ -643,7 +473,7 @@ static gboolean
 gst_gpu_packet_proc_sink_query_body (GstPad * pad, GstObject * parent, GstQuery * query)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
-  GppProcState *st = self->state;
+  GppBatchRunner *st = self->state;
 
   if (GST_QUERY_TYPE (query) == GST_QUERY_CAPS) {
     /* The link types the core parses, so a source can tell before it starts
@@ -671,7 +501,7 @@ gst_gpu_packet_proc_sink_query_body (GstPad * pad, GstObject * parent, GstQuery 
     }
     return FALSE;
   }
-  if (GST_QUERY_IS_SERIALIZED (query) && st && !gst_gpu_packet_proc_drain (self))
+  if (GST_QUERY_IS_SERIALIZED (query) && st && !st->drain ())
     return FALSE;
   return gst_pad_query_default (pad, parent, query);
 }
@@ -712,7 +542,7 @@ gst_gpu_packet_proc_src_activate_mode_body (GstPad * pad, GstObject * parent, Gs
     gboolean active)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
-  GppProcState *st = self->state;
+  GppBatchRunner *st = self->state;
 
   if (mode != GST_PAD_MODE_PUSH || !st)
     return TRUE;
@@ -720,29 +550,8 @@ gst_gpu_packet_proc_src_activate_mode_body (GstPad * pad, GstObject * parent, Gs
     st->results.reset ();
     return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
   }
-  gst_gpu_packet_proc_set_flushing (st);
+  st->set_flushing ();
   return gst_pad_stop_task (pad);
-}
-
-/* Builds the engine of `mode` the settings ask for, after the old one
- * drained. */
-static gboolean
-gst_gpu_packet_proc_switch_engine (GstGpuPacketProc * self, gpp::Mode mode,
-    const gpp::EngineSettings & settings)
-{
-  GppProcState *st = self->state;
-  std::string error;
-  if (!st->dispatch.switch_to (mode, settings, *self->stats, &error)) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
-    return FALSE;
-  }
-  st->results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
-  /* The flow table goes where this engine runs (and posts why if it cannot). */
-  if (!st->flows.place (st->dispatch.engine ()))
-    return FALSE;
-  GST_INFO_OBJECT (self, "mode %s, %u slots", gpp::mode_name (mode),
-      st->dispatch.engine ()->slots ());
-  return TRUE;
 }
 
 /* The engine settings the properties ask for; call with the object lock. */
@@ -759,162 +568,53 @@ engine_settings_locked (GstGpuPacketProc * self)
   return settings;
 }
 
-/* Runs a batch on an engine that completes inline (cpu) and pushes its
- * results from this thread: no queue, no hand-off to the task.  `item`
- * holds the mapped batch; whatever it holds goes with it on every return. */
-static GstFlowReturn
-gst_gpu_packet_proc_process_inline (GstGpuPacketProc * self, PendingItem & item,
-    const gpp::CoreConfig & config, std::chrono::steady_clock::time_point entry)
+/* Asks upstream once per stream whether it is live (capture-to-result
+ * latency means something only then). */
+static void
+gst_gpu_packet_proc_learn_liveness (GstGpuPacketProc * self)
 {
-  GppProcState *st = self->state;
-  const guint8 *batch = item.batch_map.data;
-  const uint32_t count = reinterpret_cast<const GppBatchHeader *> (batch)->packet_count;
-  item.results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
-  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
-  auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
-  std::string error;
-  if (!st->dispatch.engine ()->submit (batch, item.batch_map.size, count, config, records,
-          &error) || !st->dispatch.engine ()->wait_oldest (&error)) {
-    GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Processing failed in mode %s.",
-            gpp::mode_name (st->dispatch.engine ()->mode ())), ("%s", error.c_str ()));
-    return GST_FLOW_ERROR;
-  }
-  gst_gpu_packet_proc_account (self, st->dispatch.engine ()->mode (), records, count,
-      captured_bytes (batch), entry, live_capture_ns (st, batch));
-  const GstFlowReturn flow_ret = st->flows.add (records, count);
-  if (flow_ret != GST_FLOW_OK)
-    return flow_ret;
-  return gst_pad_push (self->srcpad, item.take_results ());
+  if (self->state->upstream_live >= 0)
+    return;
+  GstQuery *query = gst_query_new_latency ();
+  gboolean live = FALSE;
+  if (gst_pad_peer_query (self->sinkpad, query))
+    gst_query_parse_latency (query, &live, NULL, NULL);
+  gst_query_unref (query);
+  self->state->upstream_live = live;
 }
 
-/* The latest packet time in a validated batch. */
-static uint64_t
-latest_packet_ns (const guint8 * batch)
+/* Whether the mapped batch is well formed and of the caps' link type; posts
+ * the error naming the problem when not. */
+static gboolean
+gst_gpu_packet_proc_valid_batch (GstGpuPacketProc * self, const PendingItem & item)
 {
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  const auto *desc = reinterpret_cast<const GppPacketDesc *> (batch + header->header_size);
-  uint64_t latest = 0;
-  for (uint32_t i = 0; i < header->packet_count; ++i)
-    latest = MAX (latest, desc[i].timestamp_ns);
-  return latest;
-}
-
-/* Hands a validated batch to the GPU engine and queues it for the task.
- * `item` holds the mapped batch and the rule sets it runs with; whatever it
- * holds goes with it on every return. */
-static GstFlowReturn
-gst_gpu_packet_proc_submit_gpu (GstGpuPacketProc * self, PendingItem item,
-    const gpp::CoreConfig & config, gpp::Mode mode,
-    std::chrono::steady_clock::time_point entry, bool wait_here)
-{
-  GppProcState *st = self->state;
   const guint8 *data = item.batch_map.data;
   const gsize size = item.batch_map.size;
-  item.mode = mode;
-  item.entry = entry;
-  item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
-  item.bytes = captured_bytes (data);
-  item.first_capture_ns = live_capture_ns (st, data);
-
-  /* The engines read whole 16-byte words of pinned memory: a batch from our
-   * pool is used where it lies, anything else is copied into the pool. */
-  GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
-      gst_buffer_peek_memory (item.batch, 0) : NULL;
-  if (!mem || !gpp_pinned_allocator_owns (st->dispatch.pools.input (), mem) ||
-      reinterpret_cast<uintptr_t> (data) % 16 != 0) {
-    if (size > gpp_pinned_allocator_capacity (st->dispatch.pools.input ())) {
-      if (gst_gpu_packet_proc_settle_before_error (self))
-        GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte batch "
-              "does not fit the %u MiB pinned pool; raise pool-size or lower batch-size.",
-              size, self->pool_size_mib), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.input (), size,
-        st->results.flushing_flag ());
-    if (!pinned)
-      return GST_FLOW_FLUSHING;
-    GstBuffer *staging = gst_buffer_new ();
-    gst_buffer_append_memory (staging, pinned);
-    GstMapInfo staged;
-    gst_buffer_map (staging, &staged, GST_MAP_WRITE);
-    memcpy (staged.data, data, size);
-    gst_buffer_unmap (item.batch, &item.batch_map);
-    item.staging = staging;     /* the item now holds the pinned copy's map */
-    item.batch_map = staged;
-    self->stats->add_copied (size);
+  char why[256];
+  const char *problem = NULL;
+  if (!gpp_batch_validate (data, size, why, sizeof why)) {
+    problem = why;
+  } else if (reinterpret_cast<const GppBatchHeader *> (data)->linktype !=
+      (guint) self->linktype) {
+    g_snprintf (why, sizeof why, "its header says link type %u, the caps say %d",
+        reinterpret_cast<const GppBatchHeader *> (data)->linktype, self->linktype);
+    problem = why;
   }
-
-  const gsize results_size = (gsize) item.count * sizeof (GppResult);
-  if (results_size > gpp_pinned_allocator_capacity (st->dispatch.pools.results ())) {
-    if (gst_gpu_packet_proc_settle_before_error (self))
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet batch "
-            "(%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise pool-size "
-            "or lower batch-size.", item.count, results_size,
-            GppPinnedPools::kResultsPoolFactor * self->pool_size_mib), (NULL));
-    return GST_FLOW_ERROR;
-  }
-  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (st->dispatch.pools.results (),
-      results_size, st->results.flushing_flag ());
-  if (!results_mem)
-    return GST_FLOW_FLUSHING;
-  item.results = gst_buffer_new ();
-  gst_buffer_append_memory (item.results, results_mem);
-  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
-
-  if (!st->results.reserve (st->dispatch.engine ()->slots ()))
-    return GST_FLOW_FLUSHING;
-  std::string error;
-  if (!st->dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count, config,
-          reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
-    item.release ();
-    st->results.cancel_reservation ();
-    /* The batches before this one are pushed before the error is posted: an
-     * application stops the pipeline when it hears of it.  A failure the
-     * task has already posted (the same device loss) is not posted twice. */
-    if (gst_gpu_packet_proc_settle_before_error (self))
-      GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not start a batch in mode=%s.",
-              gpp::mode_name (mode)), ("%s", error.c_str ()));
-    return GST_FLOW_ERROR;
-  }
-  /* A table on the GPU: the batch counts itself there; flows that ended
-   * before it go out now (a due sweep waits for this batch's update). */
-  const bool count_flows = st->flows.on_device ();
-  const uint32_t packets = item.count;
-  const uint64_t latest_ns = count_flows ? latest_packet_ns (item.batch_map.data) : 0;
-  GstFlowReturn flow;
-  if (wait_here) {
-    /* low-latency: nothing else is in flight (the chain drained the queue),
-     * so this thread finishes the batch itself, in order, with no hop. */
-    self->stats->note_in_flight (1);
-    flow = gst_gpu_packet_proc_finish_batch (self, item);
-    st->results.done (flow);
-  } else {
-    guint in_flight;
-    flow = st->results.enqueue (std::move (item), &in_flight);
-    self->stats->note_in_flight (in_flight);
-  }
-  if (count_flows && flow == GST_FLOW_OK)
-    flow = st->flows.added (packets, latest_ns);
-  return flow;
+  if (problem)
+    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed packet batch: %s.", problem),
+        ("buffer offset %" G_GUINT64_FORMAT ", %" G_GSIZE_FORMAT " bytes",
+            GST_BUFFER_OFFSET (item.batch), size));
+  return problem == NULL;
 }
 
 static GstFlowReturn
 gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
 {
   GstGpuPacketProc *self = GST_GPU_PACKET_PROC (parent);
-  GppProcState *st = self->state;
+  GppBatchRunner *st = self->state;
   const auto entry = std::chrono::steady_clock::now ();
-  char why[256];
 
-  if (st->upstream_live < 0) {
-    GstQuery *query = gst_query_new_latency ();
-    gboolean live = FALSE;
-    if (gst_pad_peer_query (self->sinkpad, query))
-      gst_query_parse_latency (query, &live, NULL, NULL);
-    gst_query_unref (query);
-    st->upstream_live = live;
-  }
-
+  gst_gpu_packet_proc_learn_liveness (self);
   const GstFlowReturn failed = st->results.last_flow ();
   if (failed != GST_FLOW_OK) {
     gst_buffer_unref (batch);
@@ -928,24 +628,10 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map the packet batch."), (NULL));
     return GST_FLOW_ERROR;
   }
-  const guint8 *data = item.batch_map.data;
-  const gsize size = item.batch_map.size;
-  const char *problem = NULL;
-  if (!gpp_batch_validate (data, size, why, sizeof why)) {
-    problem = why;
-  } else if (reinterpret_cast<const GppBatchHeader *> (data)->linktype !=
-      (guint) self->linktype) {
-    g_snprintf (why, sizeof why, "its header says link type %u, the caps say %d",
-        reinterpret_cast<const GppBatchHeader *> (data)->linktype, self->linktype);
-    problem = why;
-  }
-  if (problem) {
-    GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("Malformed packet batch: %s.", problem),
-        ("buffer offset %" G_GUINT64_FORMAT ", %" G_GSIZE_FORMAT " bytes",
-            GST_BUFFER_OFFSET (batch), size));
+  if (!gst_gpu_packet_proc_valid_batch (self, item))
     return GST_FLOW_ERROR;
-  }
 
+  /* The settings this batch runs with, and the rule sets it holds. */
   GST_OBJECT_LOCK (self);
   gpp::CoreConfig config = self->config;
   item.acl = *self->acl;
@@ -957,62 +643,26 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::EngineSettings settings = engine_settings_locked (self);
   const bool low_latency = self->low_latency;
+  const guint pool_size_mib = self->pool_size_mib;
   GST_OBJECT_UNLOCK (self);
 
-  const bool engine_changed = st->dispatch.needs_switch (mode, settings);
-  const bool inline_behind_queue = !engine_changed &&
-      (st->dispatch.engine ()->completes_inline () || low_latency) &&
-      st->results.outstanding () > 0;
-  if (engine_changed || inline_behind_queue) {
-    /* Let everything in flight leave first: nothing is lost or reordered. */
-    if (!gst_gpu_packet_proc_drain (self))
-      return GST_FLOW_FLUSHING;
-    if (engine_changed && !gst_gpu_packet_proc_switch_engine (self, mode, settings))
-      return GST_FLOW_ERROR;
-  }
-
-  if (st->dispatch.engine ()->completes_inline ())
-    return gst_gpu_packet_proc_process_inline (self, item, config, entry);
-  return gst_gpu_packet_proc_submit_gpu (self, std::move (item), config, mode, entry,
-      low_latency);
+  const GstFlowReturn ready = st->prepare (mode, settings, low_latency);
+  if (ready != GST_FLOW_OK)
+    return ready;
+  return st->run (std::move (item), config, mode, entry, low_latency, pool_size_mib);
 }
 
-/* Allocates the pinned pools where a GPU is usable.  Without one, mode=cpu
- * still works and GPU modes explain why they cannot start. */
+/* Allocates the pinned pools where a GPU is usable (GppBatchRunner::open_pools). */
 static gboolean
 gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
 {
-  GppProcState *st = self->state;
   GST_OBJECT_LOCK (self);
   const gpp::Mode mode = to_engine_mode (self->mode);
   const int device = self->device_id;
-  const size_t bytes = (size_t) self->pool_size_mib << 20;
+  const guint pool_size_mib = self->pool_size_mib;
   const auto kind = static_cast<gpp::HostMemoryKind> (self->pool_memory);
   GST_OBJECT_UNLOCK (self);
-
-  std::string why;
-  switch (st->dispatch.pools.open (device, bytes, kind, &why)) {
-    case GppPinnedPools::Open::Refused:
-      GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
-              why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
-              100 * GppPinnedPools::kMaxPinnedShare));
-      return FALSE;
-    case GppPinnedPools::Open::Ok:
-      GST_INFO_OBJECT (self, "pinned pools: %zu bytes on device %d", st->dispatch.pools.pinned_bytes (),
-          device);
-      return TRUE;
-    case GppPinnedPools::Open::NoPool:
-      break;
-  }
-  if (mode != gpp::Mode::Cpu) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
-            "memory pool, which are not available: %s", gpp::mode_name (mode),
-            st->dispatch.pools.no_pool_reason ().c_str ()), (NULL));
-    return FALSE;
-  }
-  GST_INFO_OBJECT (self, "no pinned pool (%s): mode=cpu only",
-      st->dispatch.pools.no_pool_reason ().c_str ());
-  return TRUE;
+  return self->state->open_pools (mode, device, pool_size_mib, kind);
 }
 
 /* Retires what the GPU still holds, then frees the streaming state; pads are
@@ -1020,15 +670,8 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
 static void
 gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
 {
-  /* Pads are inactive and the task has stopped: retire what the GPU holds. */
-  GppProcState *st = self->state;
-  for (PendingItem item; st->results.take_front (item); item.release ()) {
-    if (!item.event) {
-      std::string ignored;
-      st->dispatch.engine ()->wait_oldest (&ignored);
-    }
-  }
-  st->dispatch.release (*self->stats);
+  GppBatchRunner *st = self->state;
+  st->retire_all ();
   GST_OBJECT_LOCK (self);
   self->state = nullptr;
   GST_OBJECT_UNLOCK (self);
@@ -1063,7 +706,8 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
-    auto *state = new GppProcState (self->flowpad);
+    auto *state = new GppBatchRunner (GST_ELEMENT (self), self->srcpad, self->flowpad,
+        *self->stats);
     GST_OBJECT_LOCK (self);
     self->state = state;
     const gpp::Mode mode = to_engine_mode (self->mode);
@@ -1084,8 +728,7 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
     try {
       if (flows)
         state->flows.start (flow_settings);
-      started = gst_gpu_packet_proc_setup_pool (self) &&
-          gst_gpu_packet_proc_switch_engine (self, mode, settings);
+      started = gst_gpu_packet_proc_setup_pool (self) && state->switch_engine (mode, settings);
     } catch (...) {
       gst_gpu_packet_proc_teardown (self);
       throw;                    /* posted by gpp_no_throw */
@@ -1119,7 +762,7 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   live.acl_rules = *self->acl ? (guint) (*self->acl)->rules.size () : 0;
   live.dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
   live.dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
-  GppProcState *st = self->state;
+  GppBatchRunner *st = self->state;
   if (st) {
     live.in_flight = st->results.in_flight ();
     st->dispatch.fill_live (live);
@@ -1477,7 +1120,7 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
 {
   /* A failure stops the task: nothing more leaves after it. */
   if (!gpp_no_throw (GST_ELEMENT (self), "gpupacketproc's push task", false, [&] {
-            gst_gpu_packet_proc_loop_body (self);
+            self->state->loop_once ();
             return true;
           }))
     gst_pad_pause_task (self->srcpad);

@@ -1,0 +1,343 @@
+#include "batchrunner.h"
+
+#include <cstring>
+
+#include "batchbuffer.h"
+#include "gpupacket/gstpacketbatchmeta.h"
+#include "gpupacket/packet-batch.h"
+#include "gstpinnedallocator.h"
+
+GST_DEBUG_CATEGORY_EXTERN (gst_gpu_packet_proc_debug);
+#define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
+
+namespace {
+
+guint64
+elapsed_ns (std::chrono::steady_clock::time_point since)
+{
+  return std::chrono::duration_cast<std::chrono::nanoseconds> (
+      std::chrono::steady_clock::now () - since).count ();
+}
+
+/* Captured packet bytes of a batch (what the stats count as bytes). */
+guint64
+captured_bytes (const uint8_t * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const GppPacketDesc *descs = gpp_batch_descs (batch);
+  guint64 bytes = 0;
+  for (uint32_t i = 0; i < header->packet_count; i++)
+    bytes += descs[i].caplen;
+  return bytes;
+}
+
+/* The latest packet time in a validated batch. */
+uint64_t
+latest_packet_ns (const guint8 * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const GppPacketDesc *desc = gpp_batch_descs (batch);
+  uint64_t latest = 0;
+  for (uint32_t i = 0; i < header->packet_count; ++i)
+    latest = MAX (latest, desc[i].timestamp_ns);
+  return latest;
+}
+
+} // namespace
+
+/* Capture time of a batch's first packet where upstream is live, else 0 (a
+ * file's timestamps are old; an empty batch has none). */
+guint64
+GppBatchRunner::live_capture_ns (const uint8_t * batch) const
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  return upstream_live > 0 && header->packet_count ? gpp_batch_descs (batch)[0].timestamp_ns : 0;
+}
+
+/* Counts a finished batch into the stats, just before its results are
+ * pushed.  Once a mode has run enough batches to be measured, the pipeline
+ * is asked to query the latency again (it got the default so far). */
+void
+GppBatchRunner::account (gpp::Mode mode, const GppResult * records, uint32_t count,
+    guint64 bytes, std::chrono::steady_clock::time_point entry, guint64 capture_ns)
+{
+  const guint64 wall = capture_ns ? gpp_capture_clock_ns () : 0;
+  const bool measured = stats_.account (mode, records, count, bytes, elapsed_ns (entry),
+      capture_ns != 0, wall > capture_ns ? wall - capture_ns : 0);
+  if (measured)
+    gst_element_post_message (element_, gst_message_new_latency (GST_OBJECT (element_)));
+}
+
+/* Before the chain posts an error: waits until the batches in flight have
+ * been pushed (or a flush ended the wait).  FALSE when one of them failed
+ * and its error is posted already. */
+bool
+GppBatchRunner::settle_before_error ()
+{
+  drain ();
+  return results.last_flow () != GST_FLOW_ERROR;
+}
+
+bool
+GppBatchRunner::open_pools (gpp::Mode mode, int device, guint pool_size_mib,
+    gpp::HostMemoryKind kind)
+{
+  std::string why;
+  switch (dispatch.pools.open (device, (size_t) pool_size_mib << 20, kind, &why)) {
+    case GppPinnedPools::Open::Refused:
+      GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
+              why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
+              100 * GppPinnedPools::kMaxPinnedShare));
+      return false;
+    case GppPinnedPools::Open::Ok:
+      GST_INFO_OBJECT (element_, "pinned pools: %zu bytes on device %d",
+          dispatch.pools.pinned_bytes (), device);
+      return true;
+    case GppPinnedPools::Open::NoPool:
+      break;
+  }
+  if (mode != gpp::Mode::Cpu) {
+    GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
+            "memory pool, which are not available: %s", gpp::mode_name (mode),
+            dispatch.pools.no_pool_reason ().c_str ()), (NULL));
+    return false;
+  }
+  GST_INFO_OBJECT (element_, "no pinned pool (%s): mode=cpu only",
+      dispatch.pools.no_pool_reason ().c_str ());
+  return true;
+}
+
+bool
+GppBatchRunner::switch_engine (gpp::Mode mode, const gpp::EngineSettings & settings)
+{
+  std::string error;
+  if (!dispatch.switch_to (mode, settings, stats_, &error)) {
+    GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
+    return false;
+  }
+  results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
+  /* The flow table goes where this engine runs (and posts why if it cannot). */
+  if (!flows.place (dispatch.engine ()))
+    return false;
+  GST_INFO_OBJECT (element_, "mode %s, %u slots", gpp::mode_name (mode),
+      dispatch.engine ()->slots ());
+  return true;
+}
+
+GstFlowReturn
+GppBatchRunner::prepare (gpp::Mode mode, const gpp::EngineSettings & settings, bool low_latency)
+{
+  const bool engine_changed = dispatch.needs_switch (mode, settings);
+  const bool inline_behind_queue = !engine_changed &&
+      (dispatch.engine ()->completes_inline () || low_latency) && results.outstanding () > 0;
+  if (!engine_changed && !inline_behind_queue)
+    return GST_FLOW_OK;
+  if (!drain ())
+    return GST_FLOW_FLUSHING;
+  if (engine_changed && !switch_engine (mode, settings))
+    return GST_FLOW_ERROR;
+  return GST_FLOW_OK;
+}
+
+void
+GppBatchRunner::idle_engine ()
+{
+  std::string error;
+  if (!dispatch.idle (stats_, &error))
+    GST_ELEMENT_ERROR (element_, RESOURCE, FAILED, ("Could not idle the GPU engine."),
+        ("%s", error.c_str ()));
+}
+
+GstFlowReturn
+GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
+    std::chrono::steady_clock::time_point entry)
+{
+  const guint8 *batch = item.batch_map.data;
+  const uint32_t count = reinterpret_cast<const GppBatchHeader *> (batch)->packet_count;
+  item.results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
+  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+  auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
+  std::string error;
+  gpp::Engine *engine = dispatch.engine ();
+  if (!engine->submit (batch, item.batch_map.size, count, config, records, &error) ||
+      !engine->wait_oldest (&error)) {
+    GST_ELEMENT_ERROR (element_, STREAM, FAILED, ("Processing failed in mode %s.",
+            gpp::mode_name (engine->mode ())), ("%s", error.c_str ()));
+    return GST_FLOW_ERROR;
+  }
+  account (engine->mode (), records, count, captured_bytes (batch), entry,
+      live_capture_ns (batch));
+  const GstFlowReturn flow_ret = flows.add (records, count);
+  if (flow_ret != GST_FLOW_OK)
+    return flow_ret;
+  return gst_pad_push (srcpad_, item.take_results ());
+}
+
+GstFlowReturn
+GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
+    std::chrono::steady_clock::time_point entry, bool wait_here, guint pool_size_mib)
+{
+  const guint8 *data = item.batch_map.data;
+  const gsize size = item.batch_map.size;
+  item.mode = mode;
+  item.entry = entry;
+  item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
+  item.bytes = captured_bytes (data);
+  item.first_capture_ns = live_capture_ns (data);
+
+  /* The engines read whole 16-byte words of pinned memory: a batch from our
+   * pool is used where it lies, anything else is copied into the pool. */
+  GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
+      gst_buffer_peek_memory (item.batch, 0) : NULL;
+  if (!mem || !gpp_pinned_allocator_owns (dispatch.pools.input (), mem) ||
+      reinterpret_cast<uintptr_t> (data) % 16 != 0) {
+    if (size > gpp_pinned_allocator_capacity (dispatch.pools.input ())) {
+      if (settle_before_error ())
+        GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte "
+                "batch does not fit the %u MiB pinned pool; raise pool-size or lower "
+                "batch-size.", size, pool_size_mib), (NULL));
+      return GST_FLOW_ERROR;
+    }
+    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (dispatch.pools.input (), size,
+        results.flushing_flag ());
+    if (!pinned)
+      return GST_FLOW_FLUSHING;
+    GstBuffer *staging = gst_buffer_new ();
+    gst_buffer_append_memory (staging, pinned);
+    GstMapInfo staged;
+    gst_buffer_map (staging, &staged, GST_MAP_WRITE);
+    memcpy (staged.data, data, size);
+    gst_buffer_unmap (item.batch, &item.batch_map);
+    item.staging = staging;     /* the item now holds the pinned copy's map */
+    item.batch_map = staged;
+    stats_.add_copied (size);
+  }
+
+  const gsize results_size = (gsize) item.count * sizeof (GppResult);
+  if (results_size > gpp_pinned_allocator_capacity (dispatch.pools.results ())) {
+    if (settle_before_error ())
+      GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet "
+              "batch (%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise "
+              "pool-size or lower batch-size.", item.count, results_size,
+              GppPinnedPools::kResultsPoolFactor * pool_size_mib), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (dispatch.pools.results (),
+      results_size, results.flushing_flag ());
+  if (!results_mem)
+    return GST_FLOW_FLUSHING;
+  item.results = gst_buffer_new ();
+  gst_buffer_append_memory (item.results, results_mem);
+  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+
+  if (!results.reserve (dispatch.engine ()->slots ()))
+    return GST_FLOW_FLUSHING;
+  std::string error;
+  if (!dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count, config,
+          reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
+    item.release ();
+    results.cancel_reservation ();
+    /* The batches before this one are pushed before the error is posted: an
+     * application stops the pipeline when it hears of it.  A failure the
+     * task has already posted (the same device loss) is not posted twice. */
+    if (settle_before_error ())
+      GST_ELEMENT_ERROR (element_, STREAM, FAILED, ("Could not start a batch in mode=%s.",
+              gpp::mode_name (mode)), ("%s", error.c_str ()));
+    return GST_FLOW_ERROR;
+  }
+  /* A table on the GPU: the batch counts itself there; flows that ended
+   * before it go out now (a due sweep waits for this batch's update). */
+  const bool count_flows = flows.on_device ();
+  const uint32_t packets = item.count;
+  const uint64_t latest_ns = count_flows ? latest_packet_ns (item.batch_map.data) : 0;
+  GstFlowReturn flow;
+  if (wait_here) {
+    /* low-latency: nothing else is in flight (the chain drained the queue),
+     * so this thread finishes the batch itself, in order, with no hop. */
+    stats_.note_in_flight (1);
+    flow = finish (item);
+    results.done (flow);
+  } else {
+    guint in_flight;
+    flow = results.enqueue (std::move (item), &in_flight);
+    stats_.note_in_flight (in_flight);
+  }
+  if (count_flows && flow == GST_FLOW_OK)
+    flow = flows.added (packets, latest_ns);
+  return flow;
+}
+
+/* Waits for the oldest batch on the engine (`item`), retires its slot and
+ * pushes its results: from the src pad task, or from the chain with
+ * low-latency.  The caller then reports the flow to the queue (done()). */
+GstFlowReturn
+GppBatchRunner::finish (PendingItem & item)
+{
+  std::string error;
+  /* Also when flushing: the GPU owns the memory until the batch is done. */
+  const bool ok = dispatch.engine ()->wait_oldest (&error);
+  const bool failed_before = results.retire_slot ();
+  if (!ok || failed_before) {
+    /* After a failed batch the stream has a hole: the batches behind it
+     * are retired, not pushed, and only the first failure is posted. */
+    if (!failed_before)
+      GST_ELEMENT_ERROR (element_, STREAM, FAILED, ("GPU processing failed in mode %s.",
+              gpp::mode_name (item.mode)), ("%s", error.c_str ()));
+    item.release ();
+    return GST_FLOW_ERROR;
+  }
+  const auto *records = reinterpret_cast<const GppResult *> (item.results_map.data);
+  account (item.mode, records, item.count, item.bytes, item.entry, item.first_capture_ns);
+  const GstFlowReturn flow_ret = results.flushing () ? GST_FLOW_OK :
+      flows.add (records, item.count);
+  if (flow_ret != GST_FLOW_OK) {
+    item.release ();
+    return flow_ret;
+  }
+  GstBuffer *out = item.take_results ();
+  if (results.flushing ()) {
+    gst_buffer_unref (out);
+    return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
+  }
+  return gst_pad_push (srcpad_, out);
+}
+
+void
+GppBatchRunner::loop_once ()
+{
+  PendingItem item;
+  if (!results.pop (item, [this] { gst_pad_pause_task (srcpad_); }))
+    return;
+
+  GstFlowReturn flow = GST_FLOW_OK;
+  if (item.event) {
+    GstEvent *event = item.take_event ();
+    if (results.flushing ())
+      gst_event_unref (event);
+    else
+      gst_pad_push_event (srcpad_, event);
+  } else {
+    flow = finish (item);
+  }
+  results.done (flow);
+}
+
+bool
+GppBatchRunner::forward_serialized (GstEvent * event)
+{
+  if (results.enqueue_event_if_busy (event))
+    return true;
+  return gst_pad_push_event (srcpad_, event);
+}
+
+void
+GppBatchRunner::retire_all ()
+{
+  for (PendingItem item; results.take_front (item); item.release ()) {
+    if (!item.event) {
+      std::string ignored;
+      dispatch.engine ()->wait_oldest (&ignored);
+    }
+  }
+  dispatch.release (stats_);
+}

@@ -1,0 +1,115 @@
+/* gpupacketproc's streaming side, from READY→PAUSED to PAUSED→READY: a
+ * validated batch from the chain to its results on the src pad.  It owns
+ * the flow output, the mode dispatcher (engine and pinned pools) and the
+ * ordered result queue, and does what happens to a batch: staging it into
+ * the pinned pool, submitting it, finishing it (on the src pad task, or on
+ * the chain's thread for engines that complete inline and with
+ * low-latency), counting it into the stats and pushing its results.  The
+ * element shell (gstgpupacketproc.cpp) keeps the GObject, the properties,
+ * the pads, the state changes and a chain that validates a batch and
+ * snapshots the settings it runs with.  Errors are posted on `element`. */
+#pragma once
+
+#include <gst/gst.h>
+
+#include <chrono>
+#include <string>
+
+#include "engine.h"
+#include "flowoutput.h"
+#include "modedispatch.h"
+#include "procstats.h"
+#include "resultqueue.h"
+
+class GppBatchRunner
+{
+public:
+  GppBatchRunner (GstElement * element, GstPad * srcpad, GstPad * flows_pad,
+      GppProcStats & stats)
+      : flows (flows_pad), element_ (element), srcpad_ (srcpad), stats_ (stats) {}
+
+  /* Whether upstream is live (asked once, streaming thread): capture-to-
+   * result latency means something only then (a file's timestamps are old). */
+  int upstream_live = -1;
+
+  /* flows=true: the flow meter and the flows pad.  Before the engine: an
+   * engine may hold its table, so the engine goes first. */
+  GppFlowOutput flows;
+  /* The engine, its settings and the pinned pools. */
+  GppModeDispatch dispatch;
+  /* The ordered hand-off of results to the src pad task. */
+  GppResultQueue results;
+
+  /* ---- set-up and switching (streaming thread, or READY→PAUSED) ---- */
+
+  /* Allocates the pinned pools where a GPU is usable; without one, mode=cpu
+   * still works and GPU modes explain why they cannot start.  FALSE, with
+   * the error posted, when `mode` cannot run. */
+  bool open_pools (gpp::Mode mode, int device, guint pool_size_mib, gpp::HostMemoryKind kind);
+  /* Builds the engine of `mode` the settings ask for (after the old one
+   * drained) and places the flow table where it runs; FALSE, posted. */
+  bool switch_engine (gpp::Mode mode, const gpp::EngineSettings & settings);
+  /* Idles the engine once nothing is in flight (EOS, flush): a persistent
+   * kernel would otherwise keep a GPU and a host core polling.  Its
+   * allocations stay: the next batch only relaunches it. */
+  void idle_engine ();
+
+  /* ---- batches (the chain) ---- */
+
+  /* Makes the engine in use the one a batch in `mode` with `settings`
+   * needs.  Everything in flight leaves first (nothing lost or reordered)
+   * when the engine changes, and when this batch will finish on the
+   * calling thread (an inline engine, low-latency) behind queued ones.
+   * FLUSHING when a flush ends that wait; ERROR, posted, when no engine. */
+  GstFlowReturn prepare (gpp::Mode mode, const gpp::EngineSettings & settings, bool low_latency);
+  /* Runs `item`'s batch on the engine prepare() made ready: inline, or
+   * submitted (see run_inline and submit). */
+  GstFlowReturn run (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
+      std::chrono::steady_clock::time_point entry, bool low_latency, guint pool_size_mib)
+  {
+    if (dispatch.engine ()->completes_inline ())
+      return run_inline (item, config, entry);
+    return submit (std::move (item), config, mode, entry, low_latency, pool_size_mib);
+  }
+
+  /* Runs `item`'s batch on an engine that completes inline and pushes its
+   * results from this thread.  Whatever `item` holds goes with it. */
+  GstFlowReturn run_inline (PendingItem & item, const gpp::CoreConfig & config,
+      std::chrono::steady_clock::time_point entry);
+  /* Hands `item`'s batch to the GPU engine and queues it for the task, or,
+   * with `wait_here` (low-latency, nothing in flight), finishes it on this
+   * thread.  `pool_size_mib` is for the messages of a batch too large. */
+  GstFlowReturn submit (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
+      std::chrono::steady_clock::time_point entry, bool wait_here, guint pool_size_mib);
+  /* Waits until every queued item is out; FALSE when a flush interrupts. */
+  bool drain () { return results.drain (); }
+
+  /* ---- the src pad task, events, flushing ---- */
+
+  /* One turn of the src pad task: pushes the next queued result or event
+   * in order (pauses the task when stopping). */
+  void loop_once ();
+  /* Queues a serialized event behind the batches in flight, or sends it now. */
+  bool forward_serialized (GstEvent * event);
+  /* Starts flushing: wakes every wait that flushing ends (batch slots, the
+   * task, and a chain waiting for pinned pool room), at once. */
+  void set_flushing ()
+  {
+    results.start_flushing ();
+    dispatch.pools.wake ();
+  }
+  /* Pads inactive, task stopped: retires what the GPU still holds and
+   * releases the engine. */
+  void retire_all ();
+
+private:
+  GstElement *element_;
+  GstPad *srcpad_;
+  GppProcStats & stats_;
+
+  GstFlowReturn finish (PendingItem & item);
+  bool settle_before_error ();
+  void account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
+      std::chrono::steady_clock::time_point entry, guint64 capture_ns);
+  guint64 live_capture_ns (const uint8_t * batch) const;
+};
