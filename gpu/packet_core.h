@@ -36,7 +36,7 @@ constexpr uint8_t kDefaultRssKey[kRssKeySize] = {
     0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa};
 
 // Link types process_packet() parses; any other yields an all-empty record.
-GPP_HOST_DEVICE inline bool linktype_supported(uint32_t linktype) {
+GPP_HOST_DEVICE constexpr bool linktype_supported(uint32_t linktype) {
   switch (linktype) {
   case GPP_LINKTYPE_NULL:
   case GPP_LINKTYPE_ETHERNET:
@@ -51,6 +51,28 @@ GPP_HOST_DEVICE inline bool linktype_supported(uint32_t linktype) {
     return false;
   }
 }
+
+// The same link types with names, for caps and messages (host code; the
+// switch above is what the kernels use).  The checks below keep the two the
+// same set.
+struct ParsedLinktype {
+  uint32_t linktype;
+  const char *name;
+};
+inline constexpr ParsedLinktype kParsedLinktypes[] = {
+    {GPP_LINKTYPE_NULL, "BSD loopback"},   {GPP_LINKTYPE_ETHERNET, "Ethernet"},
+    {GPP_LINKTYPE_RAW, "raw IP"},          {GPP_LINKTYPE_LOOP, "OpenBSD loopback"},
+    {GPP_LINKTYPE_LINUX_SLL, "Linux SLL"}, {GPP_LINKTYPE_IPV4, "IPv4"},
+    {GPP_LINKTYPE_IPV6, "IPv6"},           {GPP_LINKTYPE_LINUX_SLL2, "Linux SLL2"},
+};
+constexpr bool parsed_linktypes_agree() {
+  size_t supported = 0;
+  for (uint32_t lt = 0; lt < 1024; ++lt) supported += linktype_supported(lt);
+  for (const ParsedLinktype &l : kParsedLinktypes)
+    if (!linktype_supported(l.linktype)) return false;
+  return supported == sizeof kParsedLinktypes / sizeof kParsedLinktypes[0];
+}
+static_assert(parsed_linktypes_agree(), "kParsedLinktypes lists what linktype_supported accepts");
 
 namespace detail {
 

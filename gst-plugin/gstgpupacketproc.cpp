@@ -359,28 +359,15 @@ gst_gpu_packet_proc_forward_serialized (GstGpuPacketProc * self, GstEvent * even
       gst_pad_push_event (self->srcpad, event);
 }
 
-/* The link types process_packet() parses (gpp::linktype_supported; the
- * elements test checks that the two agree), for caps and messages. */
-static const struct
-{
-  gint linktype;
-  const char *name;
-} kParsedLinktypes[] = {
-  {GPP_LINKTYPE_NULL, "BSD loopback"}, {GPP_LINKTYPE_ETHERNET, "Ethernet"},
-  {GPP_LINKTYPE_RAW, "raw IP"}, {GPP_LINKTYPE_LOOP, "OpenBSD loopback"},
-  {GPP_LINKTYPE_LINUX_SLL, "Linux SLL"}, {GPP_LINKTYPE_IPV4, "IPv4"},
-  {GPP_LINKTYPE_IPV6, "IPv6"}, {GPP_LINKTYPE_LINUX_SLL2, "Linux SLL2"},
-};
-
-/* Batches of every parsed link type. */
+/* Batches of every link type process_packet() parses (gpp::kParsedLinktypes). */
 static GstCaps *
 gst_gpu_packet_proc_parsed_caps (void)
 {
   GValue list = G_VALUE_INIT, item = G_VALUE_INIT;
   g_value_init (&list, GST_TYPE_LIST);
   g_value_init (&item, G_TYPE_INT);
-  for (const auto & l : kParsedLinktypes) {
-    g_value_set_int (&item, l.linktype);
+  for (const auto & l : gpp::kParsedLinktypes) {
+    g_value_set_int (&item, (gint) l.linktype);
     gst_value_list_append_value (&list, &item);
   }
   GstCaps *caps = gst_caps_new_empty_simple (GPP_BATCH_CAPS_NAME);
@@ -395,7 +382,7 @@ static std::string
 gst_gpu_packet_proc_parsed_linktypes_text (void)
 {
   std::string text;
-  for (const auto & l : kParsedLinktypes)
+  for (const auto & l : gpp::kParsedLinktypes)
     text += (text.empty ()? "" : ", ") + std::to_string (l.linktype) + " (" + l.name + ")";
   return text;
 }
