@@ -117,7 +117,8 @@ bool parse_options(int argc, char **argv, Options *o) {
       if (!v) return false;
       char *end = nullptr;
       const long n = std::strtol(v, &end, 10);
-      if (!*v || *end || n < 0 || (a == "--streams" && (n < 1 || n > 64)) || n > 1024) {
+      const long max_streams = static_cast<long>(gpp::kMaxNumStreams);
+      if (!*v || *end || n < 0 || (a == "--streams" && (n < 1 || n > max_streams)) || n > 1024) {
         std::fprintf(stderr, "gpupacket-bench: bad value for %s: %s\n", a.c_str(), v);
         return false;
       }

@@ -88,16 +88,25 @@ public:
 };
 
 // Batches in flight in the GPU modes unless set otherwise: the element's
-// num-streams default, the bench's --streams default.
+// num-streams default, the bench's --streams default; and at most (the
+// persistent kernel's queue slots, gpu_engine.cpp checks).
 constexpr unsigned kDefaultNumStreams = 4;
+constexpr unsigned kMaxNumStreams = 64;
+// The element's pool-size default (MiB of pinned memory for batches), and so
+// the largest batch an engine is set up for unless told otherwise.
+constexpr unsigned kDefaultPoolSizeMib = 64;
 
+// The element's property defaults come from here (device-id, num-streams,
+// persistent-blocks, wait-strategy, pool-size); cpu-threads is the
+// exception: the element defaults to one thread (a batch's hand-out to
+// several costs more than it saves below kMinPacketsPerThread packets each).
 struct EngineSettings {
   unsigned cpu_threads = 0; // cpu: host threads, 0 = one per online core
   int device_id = 0;
   unsigned num_streams = kDefaultNumStreams; // streams / zerocopy / graph: batches in flight
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
   WaitStrategy wait = WaitStrategy::Spin;
-  size_t max_batch_bytes = 64u << 20; // persistent: device staging for one batch
+  size_t max_batch_bytes = size_t{kDefaultPoolSizeMib} << 20; // persistent: device staging for one batch
   // streams, graph, zerocopy: false leaves the records on the device (no copy
   // back; zerocopy writes none), for runs that want only what the batches
   // leave there (a flow table).

@@ -324,6 +324,7 @@ public:
       throw std::runtime_error("persistent-blocks=" + std::to_string(blocks_) +
                                " exceeds the " + std::to_string(max_blocks) +
                                " blocks that can be resident at once on this GPU");
+    static_assert(kPersistentMaxSlots == kMaxNumStreams, "a queue slot for every batch in flight");
     slots_ = std::min(kPersistentMaxSlots, std::max(1u, s.num_streams));
     control_ = PinnedMemory(sizeof(PersistentControl), cudaHostAllocMapped | cudaHostAllocPortable);
     std::memset(control_.get(), 0, sizeof(PersistentControl));

@@ -79,14 +79,14 @@ GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it to
 #define DEFAULT_VERIFY_L4_CHECKSUM FALSE
 #define DEFAULT_CPU_THREADS 1
 #define MAX_CPU_THREADS 1024
-#define DEFAULT_DEVICE_ID 0
+#define DEFAULT_DEVICE_ID (gpp::EngineSettings {}.device_id)
 #define DEFAULT_NUM_STREAMS gpp::kDefaultNumStreams
-#define MAX_NUM_STREAMS 64
-#define DEFAULT_POOL_SIZE 64    /* MiB */
+#define MAX_NUM_STREAMS gpp::kMaxNumStreams
+#define DEFAULT_POOL_SIZE gpp::kDefaultPoolSizeMib
 #define MAX_POOL_SIZE (64 * 1024)
 #define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
-#define DEFAULT_PERSISTENT_BLOCKS 0
-#define DEFAULT_WAIT GST_GPU_PACKET_PROC_WAIT_SPIN
+#define DEFAULT_PERSISTENT_BLOCKS (gpp::EngineSettings {}.persistent_blocks)
+#define DEFAULT_WAIT ((GstGpuPacketProcWait) gpp::EngineSettings {}.wait)
 #define DEFAULT_LOW_LATENCY FALSE
 #define DEFAULT_FLOWS FALSE
 #define DEFAULT_FLOW_IDLE_TIMEOUT gpp::kDefaultFlowIdleTimeoutS

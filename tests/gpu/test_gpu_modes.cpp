@@ -80,6 +80,7 @@
 #include "engine.h"
 #include "traffic_gen.h"
 #include "pcap_linktype.h"
+#include "../unit/capture_file.h"
 
 #include <gst/check/gstharness.h>
 #include <gst/gst.h>
@@ -199,10 +200,7 @@ void start_watchdog() {
 // ---------------------------------------------------------------------------
 // Traffic: captures read with libpcap, generated hostile traffic, batches.
 
-struct Packet {
-  std::vector<uint8_t> bytes; // the captured bytes (caplen)
-  uint32_t wirelen;
-};
+using Packet = gpptest::CapturedPacket;
 
 struct Capture {
   std::string name;
@@ -218,20 +216,11 @@ struct Batch {
 };
 
 bool read_capture(const std::string &path, Capture &cap) {
-  char errbuf[PCAP_ERRBUF_SIZE];
-  pcap_t *p = pcap_open_offline(path.c_str(), errbuf);
-  if (!p) {
-    fail("read " + path, "libpcap: %s", errbuf);
+  std::string error;
+  if (!gpptest::read_pcap(path, &cap.linktype, &cap.packets, &error)) {
+    fail("read " + path, "libpcap: %s", error.c_str());
     return false;
   }
-  // libpcap reports DLT_ values; batches carry LINKTYPE_ values, which differ
-  // only for raw IP (as in pcapsrc and test_gpu_parity.cpp).
-  cap.linktype = gpp::linktype_of(p);
-  pcap_pkthdr *h;
-  const u_char *data;
-  while (pcap_next_ex(p, &h, &data) == 1)
-    cap.packets.push_back({std::vector<uint8_t>(data, data + h->caplen), h->len});
-  pcap_close(p);
   return true;
 }
 

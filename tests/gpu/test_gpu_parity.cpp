@@ -31,16 +31,14 @@
 #include "flow_meter.h"
 #include "packet_kernels.h"
 #include "traffic_gen.h"
+#include "../unit/capture_file.h"
 #include "../unit/random_patterns.h"
 
 namespace {
 
 constexpr int kSkip = 77;
 
-struct Packet {
-  std::vector<uint8_t> bytes;
-  uint32_t wirelen;
-};
+using Packet = gpptest::CapturedPacket;
 
 struct Capture {
   std::string name;
@@ -71,18 +69,11 @@ template <typename T> struct DeviceBuffer {
 };
 
 bool read_capture(const std::string &path, Capture &cap) {
-  char errbuf[PCAP_ERRBUF_SIZE];
-  pcap_t *p = pcap_open_offline(path.c_str(), errbuf);
-  if (!p) {
-    std::fprintf(stderr, "%s: %s\n", path.c_str(), errbuf);
+  std::string error;
+  if (!gpptest::read_pcap(path, &cap.linktype, &cap.packets, &error)) {
+    std::fprintf(stderr, "%s: %s\n", path.c_str(), error.c_str());
     return false;
   }
-  cap.linktype = gpp::linktype_of(p);
-  pcap_pkthdr *h;
-  const u_char *data;
-  while (pcap_next_ex(p, &h, &data) == 1)
-    cap.packets.push_back({std::vector<uint8_t>(data, data + h->caplen), h->len});
-  pcap_close(p);
   return true;
 }
 

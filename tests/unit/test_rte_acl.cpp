@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "acl_rules.h"
+#include "capture_file.h"
 #include "packet_core.h"
 #include "pcap_linktype.h"
 #include "peer_rte_acl.h"
@@ -45,15 +46,13 @@ std::vector<Packet> read_captures(const std::string &dir) {
   std::sort(names.begin(), names.end());
   std::vector<Packet> out;
   for (const std::string &name : names) {
-    char errbuf[PCAP_ERRBUF_SIZE];
-    pcap_t *p = pcap_open_offline((dir + "/" + name).c_str(), errbuf);
-    if (!p) continue; // a capture libpcap cannot open has no packets to compare
-    const uint32_t linktype = gpp::linktype_of(p);
-    pcap_pkthdr *h;
-    const u_char *bytes;
-    while (pcap_next_ex(p, &h, &bytes) == 1)
-      out.push_back({std::vector<uint8_t>(bytes, bytes + h->caplen), h->len, linktype, name});
-    pcap_close(p);
+    uint32_t linktype = 0;
+    std::vector<gpptest::CapturedPacket> packets;
+    std::string error;
+    // A capture libpcap cannot open has no packets to compare.
+    if (!gpptest::read_pcap(dir + "/" + name, &linktype, &packets, &error)) continue;
+    for (gpptest::CapturedPacket &p : packets)
+      out.push_back({std::move(p.bytes), p.wirelen, linktype, name});
   }
   return out;
 }

@@ -1,0 +1,40 @@
+// Reading a capture file for the tests that compare records packet by packet
+// (tests/gpu, tests/sim, tests/unit): every packet's captured bytes and wire
+// length, and the file's link type as a LINKTYPE_ value (the batch format's;
+// gpu/pcap_linktype.h maps libpcap's DLT_).  Header-only; needs libpcap.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pcap_linktype.h"
+
+namespace gpptest {
+
+struct CapturedPacket {
+  std::vector<uint8_t> bytes; // the captured bytes (caplen)
+  uint32_t wirelen;
+};
+
+// False, with libpcap's reason in *error, when the file cannot be opened.
+inline bool read_pcap(const std::string &path, uint32_t *linktype,
+                      std::vector<CapturedPacket> *packets, std::string *error) {
+  char errbuf[PCAP_ERRBUF_SIZE];
+  pcap_t *p = pcap_open_offline(path.c_str(), errbuf);
+  if (!p) {
+    *error = errbuf;
+    return false;
+  }
+  *linktype = gpp::linktype_of(p);
+  pcap_pkthdr *h;
+  const u_char *data;
+  while (pcap_next_ex(p, &h, &data) == 1)
+    packets->push_back({std::vector<uint8_t>(data, data + h->caplen), h->len});
+  pcap_close(p);
+  return true;
+}
+
+} // namespace gpptest
