@@ -61,6 +61,9 @@ GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1 acl-rule
   run modes-persistent-1blk-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run swap-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section swap
+# Sets of realistic size (ClassBench 10k, the whole ET Open 2024 folder)
+# swapped while playing, in every mode.
+GPP_GPU_MODES_SWAP_REALISTIC=1 run swap-realistic build/tests/gpu/test-gpu-modes "$pcaps" --section swap
 # Capture-to-result latency per mode on a veth pair (needs root and network
 # namespaces; iproute2 may come from the bundle).
 command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
