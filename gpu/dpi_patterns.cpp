@@ -2,6 +2,7 @@
 
 #include "read_file.h"
 #include "rule_text.h"
+#include "worker_pool.h"
 
 #include <sys/stat.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -368,6 +370,10 @@ uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint
   return classes;
 }
 
+// Automata of at least this many states fill their tables on a worker pool
+// (smaller ones, as the fuzzers load by the thousand, on this thread).
+constexpr uint32_t kParallelFillStates = 4096;
+
 bool build_blob(DpiPatternSet &set, std::string *why) {
   // The patterns longer than the automata's prefixes, in id order.
   std::vector<uint32_t> long_index(set.patterns.size(), 0);
@@ -454,6 +460,7 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
       ids[next_long_id++] = long_pattern;
     }
   }
+  std::unique_ptr<WorkerPool> pool; // made for large sets only
   for (int a = 0; a < kDpiAutomata; ++a) {
     const DpiAutomaton &d = h.automata[a];
     if (!d.states) continue;
@@ -461,22 +468,41 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     // The entry's top bit flags a target state with output.
     const uint32_t output_flag = d.entry_bytes == 2 ? 0x8000u : 0x80000000u;
     uint8_t *table = set.blob.data() + d.next_offset;
-    for (uint32_t s = 0; s < d.states; ++s)
-      for (int c = 0; c < 256; ++c) {
-        if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
-        const uint32_t to = am[a].renumber[am[a].next[am[a].order[s]][c]];
-        const auto *cands =
-            reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
-        const uint32_t entry =
-            to | (am[a].count[am[a].order[to]] || cands[to].count ? output_flag : 0);
-        const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
-        if (d.entry_bytes == 2) {
-          const uint16_t e16 = static_cast<uint16_t>(entry);
-          std::memcpy(table + 2 * at, &e16, 2);
-        } else {
-          std::memcpy(table + 4 * at, &entry, 4);
+    const auto *cands =
+        reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
+    // Each state's table entry as a target, by its number while built (one
+    // lookup per transition below instead of three scattered ones).
+    std::vector<uint32_t> entry_of(am[a].next.size());
+    for (size_t old_id = 0; old_id < entry_of.size(); ++old_id) {
+      const uint32_t to = am[a].renumber[old_id];
+      entry_of[old_id] = to | (am[a].count[old_id] || cands[to].count ? output_flag : 0);
+    }
+    auto fill_rows = [&](uint32_t first, uint32_t last) {
+      for (uint32_t s = first; s < last; ++s)
+        for (int c = 0; c < 256; ++c) {
+          if (a == 1 && c >= 'A' && c <= 'Z') continue; // folded: their class is a letter's
+          const uint32_t entry = entry_of[am[a].next[am[a].order[s]][c]];
+          const size_t at = static_cast<size_t>(s) * d.classes + d.byte_class[c];
+          if (d.entry_bytes == 2) {
+            const uint16_t e16 = static_cast<uint16_t>(entry);
+            std::memcpy(table + 2 * at, &e16, 2);
+          } else {
+            std::memcpy(table + 4 * at, &entry, 4);
+          }
         }
-      }
+    };
+    // Rows are independent: a large set's (tens of thousands of states,
+    // most of its load time in scattered reads) fill on every core.
+    if (d.states < kParallelFillStates) {
+      fill_rows(0, d.states);
+    } else {
+      if (!pool) pool = std::make_unique<WorkerPool>(0);
+      const unsigned chunks = pool->threads();
+      pool->run(chunks, [&](unsigned k) {
+        fill_rows(static_cast<uint32_t>(uint64_t{d.states} * k / chunks),
+                  static_cast<uint32_t>(uint64_t{d.states} * (k + 1) / chunks));
+      });
+    }
     auto *count = reinterpret_cast<uint32_t *>(set.blob.data() + d.out_count_offset);
     auto *min_id = reinterpret_cast<int32_t *>(set.blob.data() + d.out_min_offset);
     for (uint32_t s = 0; s < d.states; ++s) {
