@@ -23,8 +23,13 @@
 //   lost:N     the device is lost at the Nth submit: that batch fails at its
 //              wait and every later submit fails, as after a real device loss
 //              (batches submitted before it complete)
+//
+// GPP_SIM_LOG=FILE: each engine appends a line to FILE when it is made
+// ("made MODE"), idled ("idle MODE") and destroyed ("destroyed MODE"), so a
+// test can tell an engine kept across EOS and flushes from one remade.
 #include <sys/mman.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -49,6 +54,16 @@ struct Fault {
   enum Kind { None, Arena, Engine, Throw, Submit, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
 };
+
+// One line of the GPP_SIM_LOG file, if one is named.
+void sim_log(const char *what, Mode mode) {
+  const char *path = std::getenv("GPP_SIM_LOG");
+  if (!path || !*path) return;
+  if (FILE *f = std::fopen(path, "a")) {
+    std::fprintf(f, "%s %s\n", what, mode_name(mode));
+    std::fclose(f);
+  }
+}
 
 Fault fault_from_env() {
   Fault f;
@@ -126,9 +141,12 @@ class SimulatedEngine final : public Engine {
 public:
   SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault, bool instant)
       : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault), instant_(instant),
-        worker_([this] { run(); }) {}
+        worker_([this] { run(); }) {
+    sim_log("made", mode);
+  }
 
   ~SimulatedEngine() override {
+    sim_log("destroyed", mode_);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -199,6 +217,7 @@ public:
   }
 
   bool idle(std::string *error) override {
+    sim_log("idle", mode_);
     std::lock_guard<std::mutex> lock(mutex_);
     ++idles_;
     if (fault_.kind == Fault::Idle && idles_ == fault_.at) {

@@ -11,6 +11,10 @@
 //              100 ms each of five times: a wake takes 0.1-5 ms here, and the
 //              bound leaves room for a loaded machine, so this catches a
 //              waiter left asleep or a slow poll, not a 10 ms one.
+//   keep       EOS and FLUSH idle the engine (a persistent kernel stops)
+//              and keep it: one engine made for a stream with a flush and an
+//              EOS in it, idled at each, destroyed once at PAUSED->READY
+//              (GPP_SIM_LOG, gpu/gpu_simulated.cpp).
 //   cycles     100 PLAYING <-> NULL cycles in mode=cpu, a few batches and EOS
 //              each, every result out each time (the GPU modes' cycles are
 //              test-gpu-modes' leaks section); the sanitizer build checks
@@ -18,7 +22,9 @@
 //
 //   test-element-contracts
 #include <gst/check/gstharness.h>
+#include <glib/gstdio.h>
 #include <gst/gst.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -149,6 +155,53 @@ void check_flush_wakes_pool_waiter() {
   }
 }
 
+// The engine's life over a stream with a flush and an EOS in it.
+void check_engine_kept(const char *mode) {
+  gchar *log = g_build_filename(g_get_tmp_dir(), "gpp-sim-log-XXXXXX", nullptr);
+  const int fd = g_mkstemp(log);
+  if (fd >= 0) close(fd);
+  g_setenv("GPP_SIM_LOG", log, TRUE);
+  {
+    gchar *props = g_strdup_printf("mode=%s", mode);
+    GstHarness *h = start(props);
+    g_free(props);
+    const std::vector<uint8_t> batch = make_batch(8, 1);
+    auto push_some = [&] {
+      for (int i = 0; i < 3; ++i)
+        gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size()));
+    };
+    push_some();
+    gst_harness_push_event(h, gst_event_new_flush_start());
+    gst_harness_push_event(h, gst_event_new_flush_stop(TRUE));
+    GstSegment segment;
+    gst_segment_init(&segment, GST_FORMAT_TIME);
+    gst_harness_push_event(h, gst_event_new_segment(&segment));
+    push_some();
+    gst_harness_push_event(h, gst_event_new_eos());
+    gst_harness_teardown(h); // PAUSED -> READY -> NULL
+  }
+  g_unsetenv("GPP_SIM_LOG");
+  gchar *text = nullptr;
+  g_file_get_contents(log, &text, nullptr, nullptr);
+  g_unlink(log);
+  g_free(log);
+  const std::string lines = text ? text : "";
+  g_free(text);
+  auto count = [&](const std::string &what) {
+    size_t n = 0;
+    for (size_t at = lines.find(what); at != std::string::npos; at = lines.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string suffix = std::string(" ") + mode + "\n";
+  const size_t made = count("made" + suffix), idled = count("idle" + suffix),
+               destroyed = count("destroyed" + suffix);
+  const bool ok = made == 1 && idled >= 2 && destroyed == 1;
+  std::printf("%s keep mode=%s: engine made %zu, idled %zu, destroyed %zu times over a stream "
+              "with a flush and an EOS (want 1, 2 or more, 1)\n",
+              ok ? "ok  " : "FAIL", mode, made, idled, destroyed);
+  if (!ok) ++g_failures;
+}
+
 void check_cpu_cycles() {
   constexpr int kCycles = 100, kBatches = 4;
   GstHarness *h = start("mode=cpu");
@@ -220,6 +273,8 @@ int main(int argc, char **argv) {
   check_thread("mode=streams", false);
   check_thread("mode=persistent", false);
   check_flush_wakes_pool_waiter();
+  check_engine_kept("persistent");
+  check_engine_kept("streams");
   check_cpu_cycles();
   std::printf(g_failures ? "%d FAILED\n" : "PASS\n", g_failures);
   return g_failures ? 1 : 0;
