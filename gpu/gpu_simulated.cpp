@@ -17,6 +17,8 @@
 //   throw      engine creation throws (std::runtime_error), as an allocation
 //              deep in it could: the element must turn it into an error
 //   submit:N   the engine's Nth submit fails (N from 1)
+//   submit-throw:N  the engine's Nth submit throws (std::runtime_error), as a
+//              rule set's upload that runs out of memory could
 //   wait:N     the engine's Nth wait fails
 //   idle:N     the engine's Nth idle (EOS, flush) fails, as a persistent
 //              kernel that does not stop would
@@ -51,7 +53,7 @@ namespace gpp {
 namespace {
 
 struct Fault {
-  enum Kind { None, Arena, Engine, Throw, Submit, Wait, Idle, Lost } kind = None;
+  enum Kind { None, Arena, Engine, Throw, Submit, SubmitThrow, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
 };
 
@@ -76,6 +78,7 @@ Fault fault_from_env() {
   else if (name == "engine") f.kind = Fault::Engine;
   else if (name == "throw") f.kind = Fault::Throw;
   else if (name == "submit") f.kind = Fault::Submit;
+  else if (name == "submit-throw") f.kind = Fault::SubmitThrow;
   else if (name == "wait") f.kind = Fault::Wait;
   else if (name == "idle") f.kind = Fault::Idle;
   else if (name == "lost") f.kind = Fault::Lost;
@@ -187,6 +190,8 @@ public:
       *error = "simulated fault: submit " + std::to_string(submits_) + " failed";
       return false;
     }
+    if (fault_.kind == Fault::SubmitThrow && submits_ == fault_.at)
+      throw std::runtime_error("simulated fault: submit " + std::to_string(submits_) + " threw");
     if (flows_) flows_->queued();
     if (instant_) {
       process_batch_range(batch, cfg, results, 0, count);

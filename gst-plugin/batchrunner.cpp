@@ -1,6 +1,7 @@
 #include "batchrunner.h"
 
 #include <cstring>
+#include <exception>
 
 #include "batchbuffer.h"
 #include "gpupacket/gstpacketbatchmeta.h"
@@ -233,8 +234,22 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
   if (!results.reserve (dispatch.engine ()->slots ()))
     return GST_FLOW_FLUSHING;
   std::string error;
-  if (!dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count, config,
-          reinterpret_cast<GppResult *> (item.results_map.data), &error)) {
+  bool started;
+  /* A throw (an allocation deep in the engine) is a batch that could not
+   * start like any other: the reservation must not outlive it (a drain or
+   * FLUSH_STOP would wait for it for ever), and the batches before it still
+   * leave first. */
+  try {
+    started = dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count,
+        config, reinterpret_cast<GppResult *> (item.results_map.data), &error);
+  } catch (const std::exception & e) {
+    started = false;
+    error = e.what ();
+  } catch (...) {
+    started = false;
+    error = "an unknown exception";
+  }
+  if (!started) {
     item.release ();
     results.cancel_reservation ();
     /* The batches before this one are pushed before the error is posted: an
@@ -255,7 +270,12 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
     /* low-latency: nothing else is in flight (the chain drained the queue),
      * so this thread finishes the batch itself, in order, with no hop. */
     stats_.note_in_flight (1);
-    flow = finish (item);
+    try {
+      flow = finish (item);
+    } catch (...) {
+      results.done (GST_FLOW_ERROR);
+      throw;
+    }
     results.done (flow);
   } else {
     guint in_flight;

@@ -284,9 +284,11 @@ size_t compare_engine_flows(const Capture &cap, const std::vector<GppResult> &re
   std::string error;
   gpp::EngineSettings es;
   es.records_to_host = false;
-  std::unique_ptr<gpp::Engine> engine;
+  // Destroyed in reverse: the engine (batches in flight, the table attached)
+  // before the arena its batches are in and the table.
   std::unique_ptr<gpp::FlowMeter> device;
   std::unique_ptr<gpp::HostArena> arena;
+  std::unique_ptr<gpp::Engine> engine;
   auto fail = [&](const char *what) {
     std::fprintf(stderr, "FLOWS %s: %s: %s\n", name.c_str(), what, error.c_str());
     return size_t{1};
@@ -308,8 +310,10 @@ size_t compare_engine_flows(const Capture &cap, const std::vector<GppResult> &re
   arena = gpp::make_host_arena(0, slots * (largest + 4096), gpp::HostMemoryKind::Default, &error);
   if (!arena) return fail("pinned batches");
   std::vector<uint8_t *> slot_batch;
-  for (unsigned k = 0; k < slots; ++k)
+  for (unsigned k = 0; k < slots; ++k) {
     slot_batch.push_back(static_cast<uint8_t *>(arena->allocate(largest)));
+    if (!slot_batch.back()) return fail("pinned batches: arena too small");
+  }
   std::vector<GppFlowRecord> cpu, gpu;
   size_t submitted = 0, completed = 0;
   for (size_t first = 0; first < cap.packets.size(); first += batch_size, ++submitted) {

@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 
@@ -17,12 +18,18 @@ def start_collector(store, port, nfcapd="nfcapd"):
     exporter such as softflowd retries for ever while nobody listens).
     Raises PortTaken when another process holds the port (free_udp_port's
     answer can be any test's ephemeral source port a moment later)."""
+    # Its log goes to a file, not a pipe nobody reads while it runs (a pipe
+    # that fills, e.g. with a line per malformed packet, would stop it).
+    log = tempfile.TemporaryFile()
     collector = subprocess.Popen([nfcapd, "-w", store, "-p", str(port), "-b", "127.0.0.1"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                 stdout=subprocess.DEVNULL, stderr=log)
+    collector.gpp_log = log
     deadline = time.time() + 30
     while time.time() < deadline:
         if collector.poll() is not None:
-            err = collector.stderr.read().decode(errors="replace")
+            log.seek(0)
+            err = log.read().decode(errors="replace")
+            log.close()
             if "Address already in use" in err:
                 raise PortTaken(port)
             raise RuntimeError("nfcapd on 127.0.0.1:%d exited (%d): %s" % (port, collector.returncode, err))
@@ -31,6 +38,7 @@ def start_collector(store, port, nfcapd="nfcapd"):
         time.sleep(0.05)
     collector.kill()
     collector.wait()
+    log.close()
     raise RuntimeError("nfcapd did not bind 127.0.0.1:%d in 30 s" % port)
 
 
@@ -79,4 +87,7 @@ def start_collector_on_free_port(store, nfcapd="nfcapd", attempts=5):
 def stop_collector(collector):
     """SIGTERM: nfcapd writes out what it holds and exits."""
     collector.send_signal(signal.SIGTERM)
-    collector.wait(timeout=30)
+    try:
+        collector.wait(timeout=30)
+    finally:
+        collector.gpp_log.close()

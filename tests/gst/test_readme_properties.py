@@ -51,7 +51,7 @@ def readme_value_tables(path):
             element = heading.group(2) if heading.group(1) == "###" else None
             continue
         header = re.match(r"^\| `([a-z0-9-]+)` \|", line)
-        if not header or not element or not lines[i + 1].startswith("|---"):
+        if not header or not element or i + 1 >= len(lines) or not lines[i + 1].startswith("|---"):
             continue
         values = tables.setdefault((element, header.group(1)), [])
         for row in lines[i + 2:]:

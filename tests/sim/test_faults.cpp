@@ -5,6 +5,8 @@
 //   engine     engine creation fails        -> an error from gpupacketproc, no results
 //   throw      engine creation throws       -> the same: no exception leaves a vfunc
 //   submit:3   the third batch cannot start -> results of batches 1-2, then the error
+//   submit-throw:3  the third batch's submit throws -> the same, and nothing
+//              waits for that batch afterwards (stopping the pipeline ends)
 //   wait:3     the third batch fails        -> results of batches 1-2, then the error
 //   idle:1     the engine cannot idle at EOS (a persistent kernel that does
 //              not stop)            -> every result, then the error
@@ -214,7 +216,8 @@ int main(int argc, char **argv) {
   }
   const size_t kAll = ref.packets.size();
   const Case cases[] = {{"arena", 0, false},    {"engine", 0, false}, {"throw", 0, false},
-                        {"submit:3", 16, false}, {"wait:3", 16, false}, {"lost:3", 16, false},
+                        {"submit:3", 16, false}, {"submit-throw:3", 16, false},
+                        {"wait:3", 16, false},   {"lost:3", 16, false},
                         {"idle:1", kAll, false}, {"engine", 16, true},
                         {"throw", 16, true}};
   int failures = 0;
