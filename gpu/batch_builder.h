@@ -30,6 +30,14 @@ public:
   // Convenience for tests and tools: the finished batch as a byte vector.
   std::vector<uint8_t> finish() const;
 
+  // A batch of some packets of a validated batch `src` (those at `picks`,
+  // in that order, descriptors kept), written straight into `dst`, which
+  // holds subset_size() bytes: one copy of each packet (several GPUs'
+  // shares of a batch).
+  static size_t subset_size(const uint8_t *src, const uint32_t *picks, uint32_t count);
+  static void write_subset(const uint8_t *src, const uint32_t *picks, uint32_t count,
+                           uint8_t *dst);
+
 private:
   uint32_t linktype_ = 0;
   std::vector<GppPacketDesc> descs_; // offsets relative to the packet area

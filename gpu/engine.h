@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "packet_core.h"
 
@@ -111,6 +112,10 @@ struct EngineSettings {
   // back; zerocopy writes none), for runs that want only what the batches
   // leave there (a flow table).
   bool records_to_host = true;
+  // Two or more: every batch is sharded by flow over these devices, each
+  // share on its own engine of the mode (sharded_engine.h); device_id is
+  // then unused.  Empty: device_id alone.
+  std::vector<int> device_ids;
 };
 
 // Whether an engine made with `a` for `mode` would differ from one made with
@@ -119,7 +124,7 @@ inline bool same_engine_settings(Mode mode, const EngineSettings &a, const Engin
   if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
          a.persistent_blocks == b.persistent_blocks && a.wait == b.wait &&
-         a.records_to_host == b.records_to_host;
+         a.records_to_host == b.records_to_host && a.device_ids == b.device_ids;
 }
 
 // Bytes moved between host and device, by copy engines or by kernels reading
@@ -174,6 +179,8 @@ public:
 
 // Why GPU modes cannot run here, or "" when a device is usable.
 std::string gpu_unavailable_reason(int device_id);
+// CUDA devices this machine has (0 without any, or without the toolkit).
+int gpu_device_count();
 
 // Factories: nullptr with a message on failure (no device, out of memory...).
 // make_engine() is the one the element uses: any mode.

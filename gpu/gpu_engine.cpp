@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "first_fit_arena.h"
 #include "packet_kernels.h"
+#include "sharded_engine.h"
 
 namespace gpp {
 namespace {
@@ -655,8 +656,15 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
   }
 }
 
+int gpu_device_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
+  if (settings.device_ids.size() > 1)
+    return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error);
   std::string why = gpu_unavailable_reason(settings.device_id);
   if (!why.empty()) {
     *error = why;

@@ -48,6 +48,7 @@
 #include "engine.h"
 #include "first_fit_arena.h"
 #include "flow_meter.h"
+#include "sharded_engine.h"
 
 namespace gpp {
 namespace {
@@ -284,9 +285,19 @@ private:
 
 } // namespace
 
+// GPP_SIM_DEVICES=N: N simulated devices (default 1), for several-GPU runs.
+int gpu_device_count() {
+  const char *text = std::getenv("GPP_SIM_DEVICES");
+  const int n = text ? std::atoi(text) : 1;
+  return n > 0 ? n : 1;
+}
+
 std::string gpu_unavailable_reason(int device_id) {
-  return device_id == 0 ? "" : "device-id " + std::to_string(device_id) +
-                                   " does not exist: the simulated GPU is device 0 only";
+  const int count = gpu_device_count();
+  return device_id >= 0 && device_id < count
+             ? ""
+             : "device-id " + std::to_string(device_id) + " does not exist: the simulated GPU has " +
+                   std::to_string(count) + " device(s) (GPP_SIM_DEVICES)";
 }
 
 std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind,
@@ -308,6 +319,8 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
 
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
+  if (settings.device_ids.size() > 1)
+    return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error);
   if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
   const Fault fault = fault_from_env();
   if (fault.kind == Fault::Engine) {

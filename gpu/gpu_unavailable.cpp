@@ -10,6 +10,8 @@ static const char kNoCuda[] =
 
 std::string gpu_unavailable_reason(int) { return kNoCuda; }
 
+int gpu_device_count() { return 0; }
+
 std::unique_ptr<HostArena> make_host_arena(int, size_t, HostMemoryKind, std::string *error) {
   *error = kNoCuda;
   return nullptr;

@@ -60,6 +60,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "acl_rules.h"
 #include "batchrunner.h"
@@ -70,6 +71,7 @@
 #include "gpupacket/packet-result.h"
 #include "latencywindow.h"
 #include "procstats.h"
+#include "sharded_engine.h"
 
 GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it too */
 #define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
@@ -80,6 +82,7 @@ GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it to
 #define DEFAULT_CPU_THREADS 1
 #define MAX_CPU_THREADS 1024
 #define DEFAULT_DEVICE_ID (gpp::EngineSettings {}.device_id)
+#define DEFAULT_DEVICE_IDS NULL
 #define DEFAULT_NUM_STREAMS gpp::kDefaultNumStreams
 #define MAX_NUM_STREAMS gpp::kMaxNumStreams
 #define DEFAULT_POOL_SIZE gpp::kDefaultPoolSizeMib
@@ -122,6 +125,7 @@ enum
   PROP_VERIFY_L4_CHECKSUM,
   PROP_CPU_THREADS,
   PROP_DEVICE_ID,
+  PROP_DEVICE_IDS,
   PROP_NUM_STREAMS,
   PROP_POOL_SIZE,
   PROP_POOL_MEMORY,
@@ -156,6 +160,9 @@ struct _GstGpuPacketProc
   gchar *rss_key_error;         /* why rss_key_text was refused, or NULL */
   guint cpu_threads;
   gint device_id;
+  gchar *device_ids_text;       /* device-ids as the user wrote it */
+  gchar *device_ids_error;      /* why it was refused, or NULL */
+  std::vector<int> *device_ids; /* parsed: empty = device-id alone */
   guint num_streams;
   guint pool_size_mib;
   GstGpuPacketProcMemory pool_memory;
@@ -301,6 +308,43 @@ gst_gpu_packet_proc_memory_get_type (void)
     g_once_init_leave (&type, t);
   }
   return type;
+}
+
+/* Parses device-ids: "" (device-id alone), "all" (every CUDA device), or
+ * device numbers separated by commas ("0,1"; a device may repeat: "0,0"
+ * runs two shards on one GPU).  Returns NULL on success or what is wrong. */
+static gchar *
+device_ids_from_text (const gchar * text, std::vector<int> *ids)
+{
+  ids->clear ();
+  if (!text || !*text)
+    return NULL;
+  if (g_strcmp0 (text, "all") == 0) {
+    const int count = gpp::gpu_device_count ();
+    if (count == 0)
+      return g_strdup ("device-ids=all: no CUDA device is usable here");
+    for (int d = 0; d < count; d++)
+      ids->push_back (d);
+    return NULL;
+  }
+  gchar **parts = g_strsplit (text, ",", -1);
+  gchar *error = NULL;
+  for (gchar ** p = parts; *p && !error; p++) {
+    gchar *item = g_strstrip (*p);
+    gchar *end = NULL;
+    const gint64 id = g_ascii_strtoll (item, &end, 10);
+    if (!*item || *end || id < 0 || id > G_MAXINT)
+      error = g_strdup_printf ("device-ids \"%s\": \"%s\" is not a device number (write "
+          "numbers separated by commas, or all)", text, item);
+    else
+      ids->push_back ((int) id);
+  }
+  g_strfreev (parts);
+  if (!error && ids->size () > gpp::kMaxShards)
+    error = g_strdup_printf ("device-ids \"%s\": at most %u devices", text, gpp::kMaxShards);
+  if (error)
+    ids->clear ();
+  return error;
 }
 
 /* The key as 80 hex digits, the form the rss-key property shows. */
@@ -548,6 +592,11 @@ engine_settings_locked (GstGpuPacketProc * self)
   gpp::EngineSettings settings;
   settings.cpu_threads = self->cpu_threads;
   settings.device_id = self->device_id;
+  /* Several devices: an engine that shards by flow over them. */
+  if (self->device_ids->size () == 1)
+    settings.device_id = self->device_ids->front ();
+  else if (self->device_ids->size () > 1)
+    settings.device_ids = *self->device_ids;
   settings.num_streams = self->num_streams;
   settings.persistent_blocks = self->persistent_blocks;
   settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
@@ -645,7 +694,8 @@ gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
 {
   GST_OBJECT_LOCK (self);
   const gpp::Mode mode = to_engine_mode (self->mode);
-  const int device = self->device_id;
+  /* The pool is portable pinned memory; it lives with the first device. */
+  const int device = self->device_ids->empty () ? self->device_id : self->device_ids->front ();
   const guint pool_size_mib = self->pool_size_mib;
   const auto kind = static_cast<gpp::HostMemoryKind> (self->pool_memory);
   GST_OBJECT_UNLOCK (self);
@@ -674,12 +724,13 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK (self);
-    gchar *key_error = g_strdup (self->rss_key_error);
+    gchar *key_error = g_strdup (self->rss_key_error ? self->rss_key_error :
+        self->device_ids_error);
     gchar *acl_error = g_strdup (self->acl_error);
     gchar *dpi_error = g_strdup (self->dpi_error);
     GST_OBJECT_UNLOCK (self);
     if (key_error || acl_error || dpi_error) {
-      if (key_error)
+      if (key_error)            /* rss-key's, or device-ids' */
         GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid %s.", key_error), (NULL));
       else if (acl_error)
         GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid ACL rules: %s", acl_error),
@@ -893,6 +944,14 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     case PROP_DEVICE_ID:
       self->device_id = g_value_get_int (value);
       break;
+    case PROP_DEVICE_IDS:{
+      const gchar *text = g_value_get_string (value);
+      g_free (self->device_ids_error);
+      self->device_ids_error = device_ids_from_text (text, self->device_ids);
+      g_free (self->device_ids_text);
+      self->device_ids_text = g_strdup (text);
+      break;
+    }
     case PROP_NUM_STREAMS:
       self->num_streams = g_value_get_uint (value);
       break;
@@ -966,6 +1025,9 @@ gst_gpu_packet_proc_get_property_body (GObject * object, guint prop_id, GValue *
     case PROP_DEVICE_ID:
       g_value_set_int (value, self->device_id);
       break;
+    case PROP_DEVICE_IDS:
+      g_value_set_string (value, self->device_ids_text);
+      break;
     case PROP_NUM_STREAMS:
       g_value_set_uint (value, self->num_streams);
       break;
@@ -1027,6 +1089,9 @@ gst_gpu_packet_proc_finalize (GObject * object)
   delete self->stats;
   g_free (self->rss_key_text);
   g_free (self->rss_key_error);
+  g_free (self->device_ids_text);
+  g_free (self->device_ids_error);
+  delete self->device_ids;
   g_free (self->acl_path);
   g_free (self->acl_error);
   delete self->acl;
@@ -1176,6 +1241,14 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device ID", "CUDA device for the GPU modes",
           0, G_MAXINT, DEFAULT_DEVICE_ID, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_DEVICE_IDS,
+      g_param_spec_string ("device-ids", "Device IDs",
+          "Several CUDA devices for the GPU modes, e.g. \"0,1\" or \"all\" (empty: "
+          "device-id alone): each batch's packets are sharded by flow (their symmetric RSS "
+          "hash, computed on the host) over the devices, each share runs in the mode on its "
+          "device, and the records come back merged in input order; flows=true then keeps "
+          "its table in host memory. A device may repeat (\"0,0\": two shards on one GPU)",
+          DEFAULT_DEVICE_IDS, rw_ready));
   g_object_class_install_property (gobject_class, PROP_NUM_STREAMS,
       g_param_spec_uint ("num-streams", "Streams",
           "GPU batches in flight at once (CUDA streams for streams/zerocopy/graph, "
@@ -1274,7 +1347,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "allocations the full pool could not serve); pool-bytes-in-use; "
           "pool-bytes-pinned (both pools); acl-rule-count, acl-bytes, dpi-pattern-count, "
           "dpi-bytes (the sets in use; their bytes are what a GPU mode holds in device "
-          "memory for them)", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
+          "memory for them); with device-ids, for each shard N: shard-N-device-id, "
+          "shard-N-packets, shard-N-bytes-to-device, shard-N-bytes-from-device", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
@@ -1329,6 +1403,9 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->rss_key_error = NULL;
   self->cpu_threads = DEFAULT_CPU_THREADS;
   self->device_id = DEFAULT_DEVICE_ID;
+  self->device_ids_text = NULL;
+  self->device_ids_error = NULL;
+  self->device_ids = new std::vector<int> ();
   self->num_streams = DEFAULT_NUM_STREAMS;
   self->pool_size_mib = DEFAULT_POOL_SIZE;
   self->pool_memory = DEFAULT_POOL_MEMORY;

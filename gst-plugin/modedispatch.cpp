@@ -53,8 +53,14 @@ GppModeDispatch::switch_to (gpp::Mode mode, const gpp::EngineSettings & settings
     why = "an unknown exception";
   }
   if (!engine) {
-    *error = std::string ("Could not start mode=") + gpp::mode_name (mode) + " on CUDA device " +
-        std::to_string (settings.device_id) + ": " + why;
+    std::string devices = std::to_string (settings.device_id);
+    if (!settings.device_ids.empty ()) {
+      devices.clear ();
+      for (int d : settings.device_ids)
+        devices += (devices.empty () ? "" : ",") + std::to_string (d);
+    }
+    *error = std::string ("Could not start mode=") + gpp::mode_name (mode) + " on CUDA device" +
+        (settings.device_ids.empty () ? " " : "s ") + devices + ": " + why;
     return false;
   }
   std::lock_guard<std::mutex> guard (lock_);
@@ -75,5 +81,6 @@ GppModeDispatch::fill_live (GppLiveFigures & live)
     const gpp::GpuCounters c = engine_->counters ();
     live.engine_h2d = c.bytes_h2d;
     live.engine_d2h = c.bytes_d2h;
+    live.shards = gpp::shard_figures (*engine_);
   }
 }

@@ -110,6 +110,23 @@ GppProcStats::to_structure (const GppLiveFigures & live)
       "acl-bytes", G_TYPE_UINT64, live.acl_bytes,
       "dpi-pattern-count", G_TYPE_UINT, live.dpi_patterns,
       "dpi-bytes", G_TYPE_UINT64, live.dpi_bytes, NULL);
+  /* device-ids: each shard's device and what it carried. */
+  for (size_t k = 0; k < live.shards.size (); k++) {
+    const gpp::ShardFigures & f = live.shards[k];
+    gchar *prefix = g_strdup_printf ("shard-%zu", k);
+    gchar *device = g_strconcat (prefix, "-device-id", NULL);
+    gchar *packets = g_strconcat (prefix, "-packets", NULL);
+    gchar *h2d = g_strconcat (prefix, "-bytes-to-device", NULL);
+    gchar *d2h = g_strconcat (prefix, "-bytes-from-device", NULL);
+    gst_structure_set (stats, device, G_TYPE_INT, f.device_id, packets, G_TYPE_UINT64,
+        f.packets, h2d, G_TYPE_UINT64, f.traffic.bytes_h2d, d2h, G_TYPE_UINT64,
+        f.traffic.bytes_d2h, NULL);
+    g_free (prefix);
+    g_free (device);
+    g_free (packets);
+    g_free (h2d);
+    g_free (d2h);
+  }
   for (int m = 0; m < gpp::kModeCount; m++) {
     if (!mode_batches_[m])
       continue;

@@ -6,11 +6,13 @@
 #include <gst/gst.h>
 
 #include <mutex>
+#include <vector>
 
 #include <gpupacket/packet-result.h>
 
 #include "engine.h"
 #include "latencywindow.h"
+#include "sharded_engine.h"
 
 /* What only the element knows when the stats are read: its engine, pools
  * and rule sets at that moment. */
@@ -24,6 +26,7 @@ struct GppLiveFigures
   guint64 acl_bytes = 0;
   guint dpi_patterns = 0;
   guint64 dpi_bytes = 0;
+  std::vector<gpp::ShardFigures> shards;  /* device-ids: each device's share */
 };
 
 class GppProcStats

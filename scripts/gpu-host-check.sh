@@ -61,6 +61,13 @@ GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1 acl-rule
   run modes-persistent-1blk-classify build/tests/gpu/test-gpu-modes "$pcaps" --section parity
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run swap-persistent-1blk build/tests/gpu/test-gpu-modes "$pcaps" --section swap
+# Several GPUs' code on this one: every batch sharded over two shards of
+# device 0 (device-ids=0,0; two resident kernels need persistent-blocks),
+# byte-identical to cpu, and 100 state cycles.
+two_shards="device-ids=0,0 persistent-blocks=16"
+GPP_GPU_MODES_PROPS="$two_shards" GPP_GPU_MODES_CAPTURES=wikipedia,ssh,http,generated \
+  run modes-two-shards build/tests/gpu/test-gpu-modes "$pcaps" --section parity
+GPP_GPU_MODES_PROPS="$two_shards" run leaks-two-shards build/tests/gpu/test-gpu-modes "$pcaps" --section leaks
 # Sets of realistic size (ClassBench 10k, the whole ET Open 2024 folder)
 # swapped while playing, in every mode.
 GPP_GPU_MODES_SWAP_REALISTIC=1 run swap-realistic build/tests/gpu/test-gpu-modes "$pcaps" --section swap

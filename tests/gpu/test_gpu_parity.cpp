@@ -131,12 +131,7 @@ gpp::CoreConfig make_config(bool verify, bool symmetric) {
 }
 
 std::vector<uint8_t> build_batch(const Capture &cap, size_t first, size_t last) {
-  gpp::BatchBuilder builder;
-  builder.reset(cap.linktype);
-  for (size_t i = first; i < last; ++i)
-    builder.add(cap.packets[i].bytes.data(), static_cast<uint32_t>(cap.packets[i].bytes.size()),
-                cap.packets[i].wirelen, 1000 * i, i + 1);
-  return builder.finish();
+  return gpptest::batch_of(cap.linktype, cap.packets, first, last);
 }
 
 // The CPU's records of a whole capture (they do not depend on the batching),

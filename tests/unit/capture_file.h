@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_builder.h"
 #include "pcap_linktype.h"
 
 namespace gpptest {
@@ -35,6 +36,18 @@ inline bool read_pcap(const std::string &path, uint32_t *linktype,
     packets->push_back({std::vector<uint8_t>(data, data + h->caplen), h->len});
   pcap_close(p);
   return true;
+}
+
+// Packets [first, last) as one batch: packet i numbered i + 1, captured at
+// 1000 * i ns (so that the records do not depend on how a run is batched).
+inline std::vector<uint8_t> batch_of(uint32_t linktype, const std::vector<CapturedPacket> &packets,
+                                     size_t first, size_t last) {
+  gpp::BatchBuilder builder;
+  builder.reset(linktype);
+  for (size_t i = first; i < last; ++i)
+    builder.add(packets[i].bytes.data(), static_cast<uint32_t>(packets[i].bytes.size()),
+                packets[i].wirelen, 1000 * i, i + 1);
+  return builder.finish();
 }
 
 } // namespace gpptest

@@ -148,6 +148,30 @@ TEST(BatchBuilder, OutputValidatesAndHoldsThePackets) {
   }
 }
 
+// A share of a batch (several GPUs): the picked packets, in the picks'
+// order, each with its descriptor, in a batch that validates and is exactly
+// what building those packets afresh gives.
+TEST(BatchBuilder, SubsetIsTheBatchOfThePickedPackets) {
+  std::vector<Input> in = mixed_inputs(40);
+  in.push_back({{}, 60, 5, 77});
+  const std::vector<uint8_t> batch = build_batch(GPP_LINKTYPE_LINUX_SLL, in);
+  for (const std::vector<uint32_t> &picks :
+       {std::vector<uint32_t>{}, std::vector<uint32_t>{3}, std::vector<uint32_t>{0, 2, 5, 40, 39},
+        std::vector<uint32_t>{40, 1, 1}}) {
+    SCOPED_TRACE("picks " + std::to_string(picks.size()));
+    const auto n = static_cast<uint32_t>(picks.size());
+    const size_t size = gpp::BatchBuilder::subset_size(batch.data(), picks.data(), n);
+    std::vector<uint8_t> sub(size + 64, 0xee); // bytes past the end stay as they were
+    gpp::BatchBuilder::write_subset(batch.data(), picks.data(), n, sub.data());
+    EXPECT_EQ("", validate(sub, size));
+    std::vector<Input> picked;
+    for (uint32_t p : picks) picked.push_back(in[p]);
+    EXPECT_EQ(build_batch(GPP_LINKTYPE_LINUX_SLL, picked),
+              std::vector<uint8_t>(sub.begin(), sub.begin() + size));
+    EXPECT_TRUE(std::all_of(sub.begin() + size, sub.end(), [](uint8_t b) { return b == 0xee; }));
+  }
+}
+
 TEST(BatchBuilder, EmptyBatchValidates) {
   gpp::BatchBuilder builder;
   builder.reset(GPP_LINKTYPE_RAW);

@@ -1,0 +1,316 @@
+#include "sharded_engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <mutex>
+
+#include "batch_builder.h"
+#include "worker_pool.h"
+
+namespace gpp {
+
+uint32_t shard_of(const GppResult &r, unsigned shards) { return r.rss_hash % shards; }
+
+namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Pinned memory of one device that grows to the largest need seen.
+struct PinnedBuffer {
+  std::unique_ptr<HostArena> arena;
+  void *ptr = nullptr;
+  size_t capacity = 0;
+
+  bool reserve(const ArenaFactory &make_arena, int device, size_t bytes, std::string *error) {
+    if (bytes <= capacity) return true;
+    const size_t want = std::max(bytes, 2 * capacity);
+    // The old buffer goes first: its batch is done (the slot is free).
+    arena.reset();
+    ptr = nullptr;
+    capacity = 0;
+    arena = make_arena(device, want + 4096, HostMemoryKind::Default, error);
+    if (!arena) return false;
+    ptr = arena->allocate(want);
+    if (!ptr) {
+      *error = "pinned buffer of " + std::to_string(want) + " bytes: arena too small";
+      arena.reset();
+      return false;
+    }
+    capacity = want;
+    return true;
+  }
+};
+
+struct Shard {
+  int device_id;
+  std::vector<PinnedBuffer> batches, results; // per slot
+  std::atomic<uint64_t> packets{0};
+  // Last: destroyed first, while the buffers its batches use still exist
+  // (after a failure a batch may still be on the way).
+  std::unique_ptr<Engine> engine;
+};
+
+class ShardedEngine final : public Engine {
+public:
+  ShardedEngine(Mode mode, const ArenaFactory &make_arena)
+      : mode_(mode), make_arena_(make_arena), pool_(0) {}
+
+  // Adds the engine of one device.
+  void add(int device_id, std::unique_ptr<Engine> engine) {
+    auto shard = std::make_unique<Shard>();
+    shard->device_id = device_id;
+    shard->engine = std::move(engine);
+    shards_.push_back(std::move(shard));
+  }
+  void finish_setup() {
+    slots_ = ~0u;
+    for (const auto &s : shards_) slots_ = std::min(slots_, s->engine->slots());
+    for (const auto &s : shards_) {
+      s->batches.resize(slots_);
+      s->results.resize(slots_);
+    }
+  }
+
+  Mode mode() const override { return mode_; }
+  unsigned slots() const override { return slots_; }
+
+  bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
+              GppResult *results, std::string *error) override {
+    (void)batch_size;
+    if (failed_) {
+      *error = "an earlier batch failed on device " + std::to_string(failed_device_);
+      return false;
+    }
+    const uint64_t start = now_ns();
+    const unsigned slot = static_cast<unsigned>(head_ % slots_);
+    const unsigned n = static_cast<unsigned>(shards_.size());
+    const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
+    const GppPacketDesc *descs = gpp_batch_descs(batch);
+    // Which device each packet goes to: the symmetric RSS hash of its flow,
+    // from the shared core (no ACL, DPI or checksums: only the hash counts).
+    CoreConfig shard_cfg{};
+    std::copy(cfg.rss_key, cfg.rss_key + kRssKeySize, shard_cfg.rss_key);
+    shard_cfg.symmetric_rss = true;
+    // The key's byte table (as the persistent kernel hashes): a lookup per
+    // input byte instead of a bit loop.  Made again when the key changes.
+    if (!rss_table_ || !std::equal(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_)) {
+      if (!rss_table_) rss_table_ = std::make_unique<detail::RssTable>();
+      rss_table_->fill(cfg.rss_key, 0, 1);
+      std::copy(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_);
+    }
+    const detail::RssTable *table = rss_table_.get();
+    shard_.resize(count);
+    auto classify = [&](uint32_t first, uint32_t last) {
+      for (uint32_t i = first; i < last; ++i) {
+        GppResult r;
+        process_packet(batch + descs[i].offset, descs[i].caplen, descs[i].wirelen,
+                       header->linktype, descs[i].packet_number, descs[i].timestamp_ns, shard_cfg,
+                       r, ClassifyStages::kInline, table);
+        shard_[i] = static_cast<uint8_t>(shard_of(r, n));
+      }
+    };
+    if (count < kParallelPackets) {
+      classify(0, count);
+    } else {
+      const unsigned chunks = pool_.threads();
+      pool_.run(chunks, [&](unsigned k) {
+        classify(static_cast<uint32_t>(uint64_t{count} * k / chunks),
+                 static_cast<uint32_t>(uint64_t{count} * (k + 1) / chunks));
+      });
+    }
+    // Each device's share as a batch of its own, in input order.
+    Ticket ticket;
+    ticket.results = results;
+    ticket.slot = slot;
+    ticket.index.resize(n);
+    for (uint32_t i = 0; i < count; ++i) ticket.index[shard_[i]].push_back(i);
+    // Each share's buffers, then its copy (the shares in parallel for a
+    // large batch: one copy of every packet is the sharding's main cost).
+    std::vector<size_t> bytes(n);
+    for (unsigned k = 0; k < n; ++k) {
+      Shard &s = *shards_[k];
+      const auto share = static_cast<uint32_t>(ticket.index[k].size());
+      bytes[k] = BatchBuilder::subset_size(batch, ticket.index[k].data(), share);
+      std::string why;
+      if (!s.batches[slot].reserve(make_arena_, s.device_id, bytes[k], &why) ||
+          !s.results[slot].reserve(make_arena_, s.device_id,
+                                   std::max<size_t>(1, share) * sizeof(GppResult), &why))
+        return fail(k, "pinned memory for its share: " + why, error);
+    }
+    auto copy_share = [&](unsigned k) {
+      BatchBuilder::write_subset(batch, ticket.index[k].data(),
+                                 static_cast<uint32_t>(ticket.index[k].size()),
+                                 static_cast<uint8_t *>(shards_[k]->batches[slot].ptr));
+    };
+    if (count < kParallelPackets) {
+      for (unsigned k = 0; k < n; ++k) copy_share(k);
+    } else {
+      pool_.run(n, copy_share);
+    }
+    // The host's part ends here; the submits are the devices' work.
+    const uint64_t split_ns = now_ns() - start;
+    for (unsigned k = 0; k < n; ++k) {
+      Shard &s = *shards_[k];
+      const auto share = static_cast<uint32_t>(ticket.index[k].size());
+      std::string why;
+      if (!s.engine->submit(static_cast<uint8_t *>(s.batches[slot].ptr), bytes[k], share, cfg,
+                            static_cast<GppResult *>(s.results[slot].ptr), &why))
+        return fail(k, why, error);
+      s.packets += share;
+    }
+    tickets_.push_back(std::move(ticket));
+    ++head_;
+    std::lock_guard<std::mutex> lock(cost_lock_);
+    cost_.batches++;
+    cost_.split_ns += split_ns;
+    return true;
+  }
+
+  bool wait_oldest(std::string *error) override {
+    if (tickets_.empty()) {
+      *error = "no batch outstanding";
+      return false;
+    }
+    Ticket ticket = std::move(tickets_.front());
+    tickets_.pop_front();
+    bool ok = true;
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      Shard &s = *shards_[k];
+      std::string why;
+      // Every device's share is waited for, also after one failed: each
+      // engine keeps its own order.
+      if (!s.engine->wait_oldest(&why)) {
+        if (ok) fail(static_cast<unsigned>(k), why, error);
+        ok = false;
+        continue;
+      }
+      const uint64_t merge_start = now_ns();
+      const auto *records = static_cast<const GppResult *>(s.results[ticket.slot].ptr);
+      const std::vector<uint32_t> &index = ticket.index[k];
+      for (size_t j = 0; j < index.size(); ++j) ticket.results[index[j]] = records[j];
+      std::lock_guard<std::mutex> lock(cost_lock_);
+      cost_.merge_ns += now_ns() - merge_start;
+    }
+    return ok;
+  }
+
+  bool idle(std::string *error) override {
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      std::string why;
+      if (!shards_[k]->engine->idle(&why)) return fail(static_cast<unsigned>(k), why, error);
+    }
+    return true;
+  }
+
+  GpuCounters counters() const override {
+    GpuCounters sum;
+    for (const auto &s : shards_) {
+      const GpuCounters c = s->engine->counters();
+      sum.bytes_h2d += c.bytes_h2d;
+      sum.bytes_d2h += c.bytes_d2h;
+    }
+    return sum;
+  }
+
+  ShardHostCost host_cost() const {
+    std::lock_guard<std::mutex> lock(cost_lock_);
+    return cost_;
+  }
+
+  std::vector<ShardFigures> figures() const {
+    std::vector<ShardFigures> out;
+    for (const auto &s : shards_) out.push_back({s->device_id, s->packets.load(), s->engine->counters()});
+    return out;
+  }
+
+private:
+  // Batches at least this large are split on the host's cores.
+  static constexpr uint32_t kParallelPackets = 2048;
+
+  struct Ticket {
+    GppResult *results = nullptr;
+    unsigned slot = 0;
+    std::vector<std::vector<uint32_t>> index; // per shard: each record's place in the batch
+  };
+
+  bool fail(unsigned shard, const std::string &why, std::string *error) {
+    failed_ = true;
+    failed_device_ = shards_[shard]->device_id;
+    *error = "device " + std::to_string(failed_device_) + ": " + why;
+    return false;
+  }
+
+  Mode mode_;
+  ArenaFactory make_arena_;
+  WorkerPool pool_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  unsigned slots_ = 1;
+  uint64_t head_ = 0;
+  std::deque<Ticket> tickets_;
+  std::vector<uint8_t> shard_;              // per packet of the batch being split
+  std::unique_ptr<detail::RssTable> rss_table_;
+  uint8_t table_key_[kRssKeySize] = {};
+  bool failed_ = false;
+  int failed_device_ = -1;
+  mutable std::mutex cost_lock_; // submit and wait run on different threads
+  ShardHostCost cost_;
+};
+
+} // namespace
+
+std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &settings,
+                                            const EngineFactory &make_one,
+                                            const ArenaFactory &make_arena, std::string *error) {
+  if (mode == Mode::Cpu) {
+    *error = "mode cpu runs on the host: device-ids applies to the GPU modes";
+    return nullptr;
+  }
+  if (settings.device_ids.size() > kMaxShards) {
+    *error = "at most " + std::to_string(kMaxShards) + " device ids";
+    return nullptr;
+  }
+  // A resident kernel takes every SM of its device unless told fewer: a
+  // second one on the same device would never start.
+  std::vector<int> sorted = settings.device_ids;
+  std::sort(sorted.begin(), sorted.end());
+  if (mode == Mode::Persistent && settings.persistent_blocks == 0 &&
+      std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    *error = "mode=persistent with a device named twice in device-ids needs persistent-blocks "
+             "(each resident kernel otherwise takes every SM of the device, and the second "
+             "would never start)";
+    return nullptr;
+  }
+  auto engine = std::make_unique<ShardedEngine>(mode, make_arena);
+  for (int device : settings.device_ids) {
+    EngineSettings one = settings;
+    one.device_ids.clear();
+    one.device_id = device;
+    std::string why;
+    std::unique_ptr<Engine> shard = make_one(mode, one, &why);
+    if (!shard) {
+      *error = "device " + std::to_string(device) + ": " + why;
+      return nullptr;
+    }
+    engine->add(device, std::move(shard));
+  }
+  engine->finish_setup();
+  return engine;
+}
+
+ShardHostCost shard_host_cost(const Engine &engine) {
+  const auto *sharded = dynamic_cast<const ShardedEngine *>(&engine);
+  return sharded ? sharded->host_cost() : ShardHostCost{};
+}
+
+std::vector<ShardFigures> shard_figures(const Engine &engine) {
+  const auto *sharded = dynamic_cast<const ShardedEngine *>(&engine);
+  return sharded ? sharded->figures() : std::vector<ShardFigures>{};
+}
+
+} // namespace gpp
