@@ -83,8 +83,8 @@ public:
   bool submit(const uint8_t *batch, size_t batch_size, uint32_t count, const CoreConfig &cfg,
               GppResult *results, std::string *error) override {
     (void)batch_size;
-    if (failed_) {
-      *error = "an earlier batch failed on device " + std::to_string(failed_device_);
+    if (const int device = failed_device_.load(); device != kNoFailure) {
+      *error = "an earlier batch failed on device " + std::to_string(device);
       return false;
     }
     const uint64_t start = now_ns();
@@ -164,7 +164,10 @@ public:
         return fail(k, why, error);
       s.packets += share;
     }
-    tickets_.push_back(std::move(ticket));
+    {
+      std::lock_guard<std::mutex> lock(tickets_lock_);
+      tickets_.push_back(std::move(ticket));
+    }
     ++head_;
     std::lock_guard<std::mutex> lock(cost_lock_);
     cost_.batches++;
@@ -173,12 +176,16 @@ public:
   }
 
   bool wait_oldest(std::string *error) override {
-    if (tickets_.empty()) {
-      *error = "no batch outstanding";
-      return false;
+    Ticket ticket;
+    {
+      std::lock_guard<std::mutex> lock(tickets_lock_);
+      if (tickets_.empty()) {
+        *error = "no batch outstanding";
+        return false;
+      }
+      ticket = std::move(tickets_.front());
+      tickets_.pop_front();
     }
-    Ticket ticket = std::move(tickets_.front());
-    tickets_.pop_front();
     bool ok = true;
     for (size_t k = 0; k < shards_.size(); ++k) {
       Shard &s = *shards_[k];
@@ -240,9 +247,9 @@ private:
   };
 
   bool fail(unsigned shard, const std::string &why, std::string *error) {
-    failed_ = true;
-    failed_device_ = shards_[shard]->device_id;
-    *error = "device " + std::to_string(failed_device_) + ": " + why;
+    const int device = shards_[shard]->device_id;
+    failed_device_ = device;
+    *error = "device " + std::to_string(device) + ": " + why;
     return false;
   }
 
@@ -252,12 +259,15 @@ private:
   std::vector<std::unique_ptr<Shard>> shards_;
   unsigned slots_ = 1;
   uint64_t head_ = 0;
+  // The submitting thread adds, the waiting thread takes (Engine's contract:
+  // one of each).
+  std::mutex tickets_lock_;
   std::deque<Ticket> tickets_;
   std::vector<uint8_t> shard_;              // per packet of the batch being split
   std::unique_ptr<detail::RssTable> rss_table_;
   uint8_t table_key_[kRssKeySize] = {};
-  bool failed_ = false;
-  int failed_device_ = -1;
+  static constexpr int kNoFailure = -1;
+  std::atomic<int> failed_device_{kNoFailure}; // either thread sets it
   mutable std::mutex cost_lock_; // submit and wait run on different threads
   ShardHostCost cost_;
 };
