@@ -22,6 +22,8 @@
 //   wait:N     the engine's Nth wait fails
 //   idle:N     the engine's Nth idle (EOS, flush) fails, as a persistent
 //              kernel that does not stop would
+//   ...@D      (any of them) only on device D, e.g. submit:2@1: with device-ids
+//              one device fails while the others go on
 //   lost:N     the device is lost at the Nth submit: that batch fails at its
 //              wait and every later submit fails, as after a real device loss
 //              (batches submitted before it complete)
@@ -56,6 +58,7 @@ namespace {
 struct Fault {
   enum Kind { None, Arena, Engine, Throw, Submit, SubmitThrow, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
+  int device = -1;       // "@D": only the engines of device D (several devices); -1: every one
 };
 
 // One line of the GPP_SIM_LOG file, if one is named.
@@ -75,6 +78,7 @@ Fault fault_from_env() {
   const char *colon = std::strchr(text, ':');
   const std::string name(text, colon ? colon - text : std::strlen(text));
   f.at = colon ? std::strtoul(colon + 1, nullptr, 10) : 0;
+  if (const char *at = std::strchr(text, '@')) f.device = std::atoi(at + 1);
   if (name == "arena") f.kind = Fault::Arena;
   else if (name == "engine") f.kind = Fault::Engine;
   else if (name == "throw") f.kind = Fault::Throw;
@@ -322,7 +326,8 @@ std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &setting
   if (settings.device_ids.size() > 1)
     return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error);
   if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
-  const Fault fault = fault_from_env();
+  Fault fault = fault_from_env();
+  if (fault.device >= 0 && fault.device != settings.device_id) fault = Fault{};
   if (fault.kind == Fault::Engine) {
     *error = "simulated fault: engine creation failed";
     return nullptr;

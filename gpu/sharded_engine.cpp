@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <mutex>
 
 #include "batch_builder.h"
@@ -21,45 +22,15 @@ uint64_t now_ns() {
                                    .count());
 }
 
-// Pinned memory of one device that grows to the largest need seen.
-struct PinnedBuffer {
-  std::unique_ptr<HostArena> arena;
-  void *ptr = nullptr;
-  size_t capacity = 0;
-
-  bool reserve(const ArenaFactory &make_arena, int device, size_t bytes, std::string *error) {
-    if (bytes <= capacity) return true;
-    const size_t want = std::max(bytes, 2 * capacity);
-    // The old buffer goes first: its batch is done (the slot is free).
-    arena.reset();
-    ptr = nullptr;
-    capacity = 0;
-    arena = make_arena(device, want + 4096, HostMemoryKind::Default, error);
-    if (!arena) return false;
-    ptr = arena->allocate(want);
-    if (!ptr) {
-      *error = "pinned buffer of " + std::to_string(want) + " bytes: arena too small";
-      arena.reset();
-      return false;
-    }
-    capacity = want;
-    return true;
-  }
-};
-
 struct Shard {
   int device_id;
-  std::vector<PinnedBuffer> batches, results; // per slot
   std::atomic<uint64_t> packets{0};
-  // Last: destroyed first, while the buffers its batches use still exist
-  // (after a failure a batch may still be on the way).
   std::unique_ptr<Engine> engine;
 };
 
 class ShardedEngine final : public Engine {
 public:
-  ShardedEngine(Mode mode, const ArenaFactory &make_arena)
-      : mode_(mode), make_arena_(make_arena), pool_(0) {}
+  explicit ShardedEngine(Mode mode) : mode_(mode), pool_(0) {}
 
   // Adds the engine of one device.
   void add(int device_id, std::unique_ptr<Engine> engine) {
@@ -68,13 +39,33 @@ public:
     shard->engine = std::move(engine);
     shards_.push_back(std::move(shard));
   }
-  void finish_setup() {
+  // Every slot's buffers for the shares of a batch and their records,
+  // allocated now, before any kernel runs (pinned allocation waits for the
+  // device: never while a resident kernel polls).  One portable block on
+  // the first device: the other devices reach it too (UVA).  The records
+  // land here, not in the caller's buffer, so a device still busy after
+  // another failed never writes memory the caller has let go: the block
+  // outlives the devices' engines.
+  bool finish_setup(const ArenaFactory &make_arena, size_t max_batch_bytes, std::string *error) {
     slots_ = ~0u;
     for (const auto &s : shards_) slots_ = std::min(slots_, s->engine->slots());
-    for (const auto &s : shards_) {
-      s->batches.resize(slots_);
-      s->results.resize(slots_);
+    // A batch's shares hold its packets once, plus a header, descriptors'
+    // alignment and 256-byte placement per share.
+    slot_capacity_ = max_batch_bytes + shards_.size() * 512;
+    records_capacity_ = max_batch_bytes / sizeof(GppResult) * sizeof(GppResult);
+    arena_ = make_arena(shards_.front()->device_id,
+                        slots_ * (slot_capacity_ + records_capacity_ + 512),
+                        HostMemoryKind::Default, error);
+    if (!arena_) return false;
+    for (unsigned k = 0; k < slots_; ++k) {
+      slot_buffers_.push_back(static_cast<uint8_t *>(arena_->allocate(slot_capacity_)));
+      slot_records_.push_back(static_cast<GppResult *>(arena_->allocate(records_capacity_)));
+      if (!slot_buffers_.back() || !slot_records_.back()) {
+        *error = "the shares' pinned buffers do not fit their arena";
+        return false;
+      }
     }
+    return true;
   }
 
   Mode mode() const override { return mode_; }
@@ -129,44 +120,65 @@ public:
     ticket.results = results;
     ticket.slot = slot;
     ticket.index.resize(n);
+    ticket.first.resize(n);
+    ticket.count = count;
     for (uint32_t i = 0; i < count; ++i) ticket.index[shard_[i]].push_back(i);
-    // Each share's buffers, then its copy (the shares in parallel for a
-    // large batch: one copy of every packet is the sharding's main cost).
-    std::vector<size_t> bytes(n);
+    // The shares back to back in this slot's buffer, each 256-byte aligned.
+    std::vector<size_t> bytes(n), at(n);
+    size_t used = 0;
     for (unsigned k = 0; k < n; ++k) {
-      Shard &s = *shards_[k];
-      const auto share = static_cast<uint32_t>(ticket.index[k].size());
-      bytes[k] = BatchBuilder::subset_size(batch, ticket.index[k].data(), share);
-      std::string why;
-      if (!s.batches[slot].reserve(make_arena_, s.device_id, bytes[k], &why) ||
-          !s.results[slot].reserve(make_arena_, s.device_id,
-                                   std::max<size_t>(1, share) * sizeof(GppResult), &why))
-        return fail(k, "pinned memory for its share: " + why, error);
+      at[k] = used;
+      bytes[k] = BatchBuilder::subset_size(batch, ticket.index[k].data(),
+                                           static_cast<uint32_t>(ticket.index[k].size()));
+      used += (bytes[k] + 255) / 256 * 256;
     }
+    if (used > slot_capacity_ || size_t{count} * sizeof(GppResult) > records_capacity_) {
+      // Nothing started: the engine goes on with the next batch.
+      *error = "a batch of " + std::to_string(count) + " packets takes " + std::to_string(used) +
+               " bytes of shares and " + std::to_string(size_t{count} * sizeof(GppResult)) +
+               " of records, more than the " + std::to_string(slot_capacity_) + " and " +
+               std::to_string(records_capacity_) + " set aside for a batch (raise pool-size)";
+      return false;
+    }
+    uint8_t *buffer = slot_buffers_[slot];
+    // One copy of every packet is the sharding's main cost: the shares in
+    // parallel for a large batch.
     auto copy_share = [&](unsigned k) {
       BatchBuilder::write_subset(batch, ticket.index[k].data(),
-                                 static_cast<uint32_t>(ticket.index[k].size()),
-                                 static_cast<uint8_t *>(shards_[k]->batches[slot].ptr));
+                                 static_cast<uint32_t>(ticket.index[k].size()), buffer + at[k]);
     };
     if (count < kParallelPackets) {
       for (unsigned k = 0; k < n; ++k) copy_share(k);
     } else {
       pool_.run(n, copy_share);
     }
-    // The host's part ends here; the submits are the devices' work.
+    // The host's part ends here; the submits are the devices' work.  Each
+    // device writes its share's records at its own place in the slot's
+    // records; the merge puts them in order into `results`.
     const uint64_t split_ns = now_ns() - start;
+    uint32_t first_record = 0;
     for (unsigned k = 0; k < n; ++k) {
       Shard &s = *shards_[k];
       const auto share = static_cast<uint32_t>(ticket.index[k].size());
       std::string why;
-      if (!s.engine->submit(static_cast<uint8_t *>(s.batches[slot].ptr), bytes[k], share, cfg,
-                            static_cast<GppResult *>(s.results[slot].ptr), &why))
-        return fail(k, why, error);
+      bool started;
+      try {
+        started = s.engine->submit(buffer + at[k], bytes[k], share, cfg,
+                                   slot_records_[slot] + first_record, &why);
+      } catch (const std::exception &e) {
+        started = false; // the shares before it are on their devices: this engine is done
+        why = e.what();
+      }
+      if (!started) return fail(k, why, error);
+      ticket.first[k] = first_record;
+      first_record += share;
       s.packets += share;
     }
-    {
+    try {
       std::lock_guard<std::mutex> lock(tickets_lock_);
       tickets_.push_back(std::move(ticket));
+    } catch (const std::exception &e) {
+      return fail(0, std::string("after every share started: ") + e.what(), error);
     }
     ++head_;
     std::lock_guard<std::mutex> lock(cost_lock_);
@@ -188,26 +200,34 @@ public:
     }
     bool ok = true;
     for (size_t k = 0; k < shards_.size(); ++k) {
-      Shard &s = *shards_[k];
       std::string why;
       // Every device's share is waited for, also after one failed: each
       // engine keeps its own order.
-      if (!s.engine->wait_oldest(&why)) {
+      if (!shards_[k]->engine->wait_oldest(&why)) {
         if (ok) fail(static_cast<unsigned>(k), why, error);
         ok = false;
-        continue;
       }
-      const uint64_t merge_start = now_ns();
-      const auto *records = static_cast<const GppResult *>(s.results[ticket.slot].ptr);
+    }
+    if (!ok) return false;
+    // The records lie share after share; each goes to its packet's place.
+    const uint64_t merge_start = now_ns();
+    for (size_t k = 0; k < shards_.size(); ++k) {
+      const GppResult *records = slot_records_[ticket.slot] + ticket.first[k];
       const std::vector<uint32_t> &index = ticket.index[k];
       for (size_t j = 0; j < index.size(); ++j) ticket.results[index[j]] = records[j];
-      std::lock_guard<std::mutex> lock(cost_lock_);
-      cost_.merge_ns += now_ns() - merge_start;
     }
-    return ok;
+    std::lock_guard<std::mutex> lock(cost_lock_);
+    cost_.merge_ns += now_ns() - merge_start;
+    return true;
   }
 
   bool idle(std::string *error) override {
+    // After a failure some devices hold a batch no ticket covers: this
+    // engine cannot go on, and saying so makes the element make a new one.
+    if (const int device = failed_device_.load(); device != kNoFailure) {
+      *error = "device " + std::to_string(device) + " failed earlier";
+      return false;
+    }
     for (size_t k = 0; k < shards_.size(); ++k) {
       std::string why;
       if (!shards_[k]->engine->idle(&why)) return fail(static_cast<unsigned>(k), why, error);
@@ -243,7 +263,9 @@ private:
   struct Ticket {
     GppResult *results = nullptr;
     unsigned slot = 0;
+    uint32_t count = 0;
     std::vector<std::vector<uint32_t>> index; // per shard: each record's place in the batch
+    std::vector<uint32_t> first;              // per shard: where its records start in results
   };
 
   bool fail(unsigned shard, const std::string &why, std::string *error) {
@@ -254,8 +276,13 @@ private:
   }
 
   Mode mode_;
-  ArenaFactory make_arena_;
   WorkerPool pool_;
+  // Before the shards: their engines go first, while the buffers their
+  // batches may still read exist.
+  std::unique_ptr<HostArena> arena_;
+  std::vector<uint8_t *> slot_buffers_; // per slot: the shares of its batch
+  std::vector<GppResult *> slot_records_; // per slot: their records, share after share
+  size_t slot_capacity_ = 0, records_capacity_ = 0;
   std::vector<std::unique_ptr<Shard>> shards_;
   unsigned slots_ = 1;
   uint64_t head_ = 0;
@@ -296,7 +323,7 @@ std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &set
              "would never start)";
     return nullptr;
   }
-  auto engine = std::make_unique<ShardedEngine>(mode, make_arena);
+  auto engine = std::make_unique<ShardedEngine>(mode);
   for (int device : settings.device_ids) {
     EngineSettings one = settings;
     one.device_ids.clear();
@@ -309,7 +336,7 @@ std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &set
     }
     engine->add(device, std::move(shard));
   }
-  engine->finish_setup();
+  if (!engine->finish_setup(make_arena, settings.max_batch_bytes, error)) return nullptr;
   return engine;
 }
 

@@ -5,14 +5,17 @@
 //              1000 and 4096: byte-identical to mode=cpu, with device-ids
 //              0,1 and 0,0 (two shards on one device, as on a one-GPU host);
 //   shares     each device's packets add up to the batch's, both devices get
-//              some of a many-flow stream, and one heavy flow (every packet
-//              of it on one device, the other idle) still comes back whole
-//              and in order;
+//              some of a many-flow stream, and through the engine one heavy
+//              flow, and one flow both ways, go all to one device (the other
+//              idle), records still identical;
 //   flows      both directions of every flow go to the same device (the
 //              symmetric hash): checked packet by packet on generated
 //              two-way traffic;
 //   failure    a device whose submit fails is named in the error
-//              (GPP_SIM_FAULT=submit:2), and so is one that does not exist.
+//              (GPP_SIM_FAULT=submit:2, and submit:2@1: device 1 alone, after
+//              device 0 took its share), later batches are refused, idle
+//              fails (so the element makes a new engine), and so is a device
+//              that does not exist.
 //
 //   test-sharded PCAP_DIR
 #include <dirent.h>
@@ -261,6 +264,64 @@ int main(int argc, char **argv) {
     }
   }
 
+  // Through the engine: one heavy flow, and both directions of one flow,
+  // each all on one device (the other idle), records identical.
+  {
+    const Traffic &one = traffic.back();
+    Traffic two_way = reversed(one);
+    two_way.name = "one flow both ways";
+    for (size_t i = 0; i < one.packets.size(); i += 2) two_way.packets[i] = one.packets[i];
+    for (const Traffic *t : {&one, static_cast<const Traffic *>(&two_way)}) {
+      gpp::EngineSettings s;
+      s.device_ids = {0, 1};
+      std::string error;
+      auto engine = gpp::make_engine(gpp::Mode::Streams, s, &error);
+      if (!engine) {
+        fail(t->name + ": " + error);
+        continue;
+      }
+      check_records(t->name, *engine, *t, cpu_records(*t), 64);
+      const std::vector<gpp::ShardFigures> f = gpp::shard_figures(*engine);
+      const bool one_device = f.size() == 2 && (f[0].packets == 0) != (f[1].packets == 0) &&
+                              f[0].packets + f[1].packets == t->packets.size();
+      std::printf("%s %s: device 0 carried %llu packets, device 1 %llu\n", one_device ? "ok  " : "FAIL",
+                  t->name.c_str(), f.size() == 2 ? static_cast<unsigned long long>(f[0].packets) : 0ull,
+                  f.size() == 2 ? static_cast<unsigned long long>(f[1].packets) : 0ull);
+      if (!one_device) ++g_failures;
+    }
+  }
+
+  // Through the engine, 5000 flows one way and then the other way: each
+  // device carries exactly as many packets both times (a packet and its
+  // reverse go to the same device; a one-way hash would move thousands).
+  {
+    const Traffic &fwd = traffic[traffic.size() - 2];
+    const Traffic back = reversed(fwd);
+    uint64_t carried[2][2] = {};
+    for (int dir = 0; dir < 2; ++dir) {
+      gpp::EngineSettings s;
+      s.device_ids = {0, 1};
+      std::string error;
+      auto engine = gpp::make_engine(gpp::Mode::Streams, s, &error);
+      if (!engine) {
+        fail("both ways: " + error);
+        break;
+      }
+      check_records(dir ? "5000 flows reversed" : "5000 flows", *engine, dir ? back : fwd,
+                    cpu_records(dir ? back : fwd), 4096);
+      const std::vector<gpp::ShardFigures> f = gpp::shard_figures(*engine);
+      for (size_t k = 0; k < f.size() && k < 2; ++k) carried[dir][k] = f[k].packets;
+    }
+    const bool same = carried[0][0] == carried[1][0] && carried[0][1] == carried[1][1] &&
+                      carried[0][0] && carried[0][1];
+    std::printf("%s 5000 flows each way: device 0 carried %llu / %llu packets, device 1 %llu / %llu\n",
+                same ? "ok  " : "FAIL", static_cast<unsigned long long>(carried[0][0]),
+                static_cast<unsigned long long>(carried[1][0]),
+                static_cast<unsigned long long>(carried[0][1]),
+                static_cast<unsigned long long>(carried[1][1]));
+    if (!same) ++g_failures;
+  }
+
   // One heavy flow: all its packets on one device, the other idle.
   {
     const Traffic &one = traffic.back();
@@ -318,6 +379,29 @@ int main(int argc, char **argv) {
       fail("device-ids=0,5: " + (engine ? std::string("made an engine") : error));
     else
       std::printf("ok   device-ids=0,5: %s\n", error.c_str());
+    // Device 1 fails at the second batch, after device 0 took its share of
+    // it: the engine says which, refuses what follows and cannot idle (the
+    // element then makes a new one); destroying it is clean (the sanitizer
+    // build checks that nothing writes freed memory).
+    setenv("GPP_SIM_FAULT", "submit:2@1", 1);
+    s.device_ids = {0, 1};
+    engine = gpp::make_engine(gpp::Mode::Streams, s, &error);
+    unsetenv("GPP_SIM_FAULT");
+    {
+      const Traffic &t = traffic[traffic.size() - 2];
+      std::string why, later, idle_error;
+      const bool failed = engine && run(*engine, t, 64, &why).empty();
+      const std::vector<uint8_t> b = gpptest::batch_of(t.linktype, t.packets, 0, 8);
+      std::vector<GppResult> out(8);
+      const bool refused = engine && !engine->submit(b.data(), b.size(), 8, config(), out.data(), &later);
+      const bool no_idle = engine && !engine->idle(&idle_error);
+      if (!failed || why.find("device 1: simulated fault") == std::string::npos || !refused ||
+          later.find("device 1") == std::string::npos || !no_idle)
+        fail("device 1 failing: " + why + " | " + later + " | " + idle_error);
+      else
+        std::printf("ok   device 1 failing mid-batch: %s; then: %s\n", why.c_str(), later.c_str());
+      engine.reset();
+    }
     setenv("GPP_SIM_FAULT", "submit:2", 1);
     s.device_ids = {0, 1};
     engine = gpp::make_engine(gpp::Mode::Streams, s, &error);
