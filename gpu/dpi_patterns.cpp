@@ -497,11 +497,7 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
       fill_rows(0, d.states);
     } else {
       if (!pool) pool = std::make_unique<WorkerPool>(0);
-      const unsigned chunks = pool->threads();
-      pool->run(chunks, [&](unsigned k) {
-        fill_rows(static_cast<uint32_t>(uint64_t{d.states} * k / chunks),
-                  static_cast<uint32_t>(uint64_t{d.states} * (k + 1) / chunks));
-      });
+      pool->run_ranges(d.states, fill_rows);
     }
     auto *count = reinterpret_cast<uint32_t *>(set.blob.data() + d.out_count_offset);
     auto *min_id = reinterpret_cast<int32_t *>(set.blob.data() + d.out_min_offset);

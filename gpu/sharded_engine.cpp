@@ -109,11 +109,7 @@ public:
     if (count < kParallelPackets) {
       classify(0, count);
     } else {
-      const unsigned chunks = pool_.threads();
-      pool_.run(chunks, [&](unsigned k) {
-        classify(static_cast<uint32_t>(uint64_t{count} * k / chunks),
-                 static_cast<uint32_t>(uint64_t{count} * (k + 1) / chunks));
-      });
+      pool_.run_ranges(count, classify);
     }
     // Each device's share as a batch of its own, in input order.
     Ticket ticket;

@@ -43,6 +43,15 @@ void WorkerPool::run(unsigned chunks, const std::function<void(unsigned)> &chunk
   work_done_.wait(lock, [this] { return pending_ == 0; });
 }
 
+void WorkerPool::run_ranges(uint32_t count,
+                            const std::function<void(uint32_t, uint32_t)> &range) {
+  const unsigned parts = threads();
+  run(parts, [&](unsigned k) {
+    range(static_cast<uint32_t>(uint64_t{count} * k / parts),
+          static_cast<uint32_t>(uint64_t{count} * (k + 1) / parts));
+  });
+}
+
 void WorkerPool::worker_loop(unsigned index) {
   uint64_t seen = 0;
   std::unique_lock<std::mutex> lock(mutex_);

@@ -27,6 +27,9 @@ public:
   // (each on its own thread while chunks <= threads()), and returns when all
   // are done.  One caller at a time.
   void run(unsigned chunks, const std::function<void(unsigned)> &chunk);
+  // Calls range(first, last) for threads() contiguous, near-equal parts of
+  // [0, count), one per thread (a large table's rows, a batch's packets).
+  void run_ranges(uint32_t count, const std::function<void(uint32_t, uint32_t)> &range);
 
 private:
   void worker_loop(unsigned index);

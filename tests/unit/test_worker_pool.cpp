@@ -21,6 +21,18 @@ TEST(WorkerPool, EveryChunkOnceWhateverTheirNumber) {
   }
 }
 
+// run_ranges: the parts cover [0, count) exactly once, whatever count is.
+TEST(WorkerPool, RangesCoverEveryIndexOnce) {
+  gpp::WorkerPool pool(4);
+  for (uint32_t count : {0u, 1u, 3u, 4u, 5u, 4097u}) {
+    std::vector<std::atomic<int>> hits(count);
+    pool.run_ranges(count, [&](uint32_t first, uint32_t last) {
+      for (uint32_t i = first; i < last; ++i) hits[i]++;
+    });
+    for (uint32_t i = 0; i < count; ++i) EXPECT_EQ(1, hits[i].load()) << count << " items";
+  }
+}
+
 TEST(WorkerPool, ChunksUpToTheThreadsRunOnThreadsOfTheirOwn) {
   gpp::WorkerPool pool(4);
   std::atomic<int> arrived{0};
