@@ -184,6 +184,32 @@ size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppRes
   return mismatches;
 }
 
+// The host table's records and counters (`cpu`, `h`) against the device
+// table's (`gpu`, `d`): mismatches, the first few printed.
+size_t flow_mismatches_of(const std::string &name, uint32_t batch_size, const gpp::FlowCounters &h,
+                          const gpp::FlowCounters &d, const std::vector<GppFlowRecord> &cpu,
+                          const std::vector<GppFlowRecord> &gpu, size_t *flows_out) {
+  size_t mismatches = 0;
+  if (gpu.size() != cpu.size() || h.flows_created != d.flows_created ||
+      h.packets_untracked != d.packets_untracked || h.flows_evicted != d.flows_evicted ||
+      h.packets_not_ip != d.packets_not_ip) {
+    std::fprintf(stderr,
+                 "FLOWS %s (batch size %u): GPU %zu records (%llu created, %llu evicted, %llu "
+                 "untracked packets), CPU %zu (%llu, %llu, %llu)\n",
+                 name.c_str(), batch_size, gpu.size(), (unsigned long long)d.flows_created,
+                 (unsigned long long)d.flows_evicted, (unsigned long long)d.packets_untracked,
+                 cpu.size(), (unsigned long long)h.flows_created,
+                 (unsigned long long)h.flows_evicted, (unsigned long long)h.packets_untracked);
+    ++mismatches;
+  }
+  for (size_t i = 0; i < std::min(gpu.size(), cpu.size()); ++i)
+    if (std::memcmp(&gpu[i], &cpu[i], sizeof(GppFlowRecord)) != 0 && ++mismatches <= 5)
+      std::fprintf(stderr, "FLOW MISMATCH %s: record %zu, flow of packet %llu (batch size %u)\n",
+                   name.c_str(), i, (unsigned long long)cpu[i].first_packet, batch_size);
+  *flows_out += cpu.size();
+  return mismatches;
+}
+
 // Flow records of `records` counted `batch_size` at a time by a flow table
 // in device memory (gpu/device_flow_store.h: the update kernels, sweeps as
 // kernels) and by one in host memory, with the same FlowMeter policy, swept
@@ -242,26 +268,8 @@ size_t compare_flows(const std::string &name, const std::vector<GppResult> &reco
     std::fprintf(stderr, "FLOWS %s: %s\n", name.c_str(), error.c_str());
     return 1;
   }
-  const gpp::FlowCounters &h = host.counters(), &d = device.counters();
-  size_t mismatches = 0;
-  if (gpu.size() != cpu.size() || h.flows_created != d.flows_created ||
-      h.packets_untracked != d.packets_untracked || h.flows_evicted != d.flows_evicted ||
-      h.packets_not_ip != d.packets_not_ip) {
-    std::fprintf(stderr,
-                 "FLOWS %s (batch size %u): GPU %zu records (%llu created, %llu evicted, %llu "
-                 "untracked packets), CPU %zu (%llu, %llu, %llu)\n",
-                 name.c_str(), batch_size, gpu.size(), (unsigned long long)d.flows_created,
-                 (unsigned long long)d.flows_evicted, (unsigned long long)d.packets_untracked,
-                 cpu.size(), (unsigned long long)h.flows_created,
-                 (unsigned long long)h.flows_evicted, (unsigned long long)h.packets_untracked);
-    ++mismatches;
-  }
-  for (size_t i = 0; i < std::min(gpu.size(), cpu.size()); ++i)
-    if (std::memcmp(&gpu[i], &cpu[i], sizeof(GppFlowRecord)) != 0 && ++mismatches <= 5)
-      std::fprintf(stderr, "FLOW MISMATCH %s: record %zu, flow of packet %llu (batch size %u)\n",
-                   name.c_str(), i, (unsigned long long)cpu[i].first_packet, batch_size);
-  *flows_out += cpu.size();
-  return mismatches;
+  return flow_mismatches_of(name, batch_size, host.counters(), device.counters(), cpu, gpu,
+                            flows_out);
 }
 
 // The same comparison with the batches going through an engine of `mode`
@@ -336,20 +344,9 @@ size_t compare_engine_flows(const Capture &cap, const std::vector<GppResult> &re
   host.flush(cpu);
   if (!device->flush(gpu, &error)) return fail("flush");
   engine.reset(); // before its table
-  size_t mismatches = 0;
-  if (gpu.size() != cpu.size() || host.counters().flows_created != device->counters().flows_created ||
-      host.counters().packets_untracked != device->counters().packets_untracked) {
-    std::fprintf(stderr, "FLOWS %s: GPU %zu records (%llu created), CPU %zu (%llu)\n",
-                 name.c_str(), gpu.size(), (unsigned long long)device->counters().flows_created,
-                 cpu.size(), (unsigned long long)host.counters().flows_created);
-    ++mismatches;
-  }
-  for (size_t i = 0; i < std::min(gpu.size(), cpu.size()); ++i)
-    if (std::memcmp(&gpu[i], &cpu[i], sizeof(GppFlowRecord)) != 0 && ++mismatches <= 5)
-      std::fprintf(stderr, "FLOW MISMATCH %s: record %zu, flow of packet %llu\n", name.c_str(), i,
-                   (unsigned long long)cpu[i].first_packet);
+  const size_t mismatches = flow_mismatches_of(name, batch_size, host.counters(),
+                                               device->counters(), cpu, gpu, flows_out);
   std::printf("%s: %zu flow records, %zu mismatching\n", name.c_str(), gpu.size(), mismatches);
-  *flows_out += cpu.size();
   return mismatches;
 }
 

@@ -18,7 +18,6 @@
 //              that does not exist.
 //
 //   test-sharded PCAP_DIR
-#include <dirent.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -196,14 +195,7 @@ int main(int argc, char **argv) {
   }
   std::vector<Traffic> traffic;
   {
-    std::vector<std::string> names;
-    if (DIR *d = opendir(argv[1])) {
-      while (dirent *e = readdir(d))
-        if (std::strstr(e->d_name, ".pcap")) names.push_back(e->d_name);
-      closedir(d);
-    }
-    std::sort(names.begin(), names.end());
-    for (const std::string &n : names) {
+    for (const std::string &n : gpptest::capture_names(argv[1])) {
       Traffic t{n, 0, {}};
       std::string error;
       if (gpptest::read_pcap(std::string(argv[1]) + "/" + n, &t.linktype, &t.packets, &error))

@@ -4,9 +4,12 @@
 // gpu/pcap_linktype.h maps libpcap's DLT_).  Header-only; needs libpcap.
 #pragma once
 
+#include <dirent.h>
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,18 @@ struct CapturedPacket {
   std::vector<uint8_t> bytes; // the captured bytes (caplen)
   uint32_t wirelen;
 };
+
+// The capture files in `dir` (names holding ".pcap"), sorted.
+inline std::vector<std::string> capture_names(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::strstr(e->d_name, ".pcap")) names.push_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
 
 // False, with libpcap's reason in *error, when the file cannot be opened.
 inline bool read_pcap(const std::string &path, uint32_t *linktype,

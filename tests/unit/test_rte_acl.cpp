@@ -12,7 +12,6 @@
 #include <rte_eal.h>
 #include <rte_errno.h>
 
-#include <dirent.h>
 #include <pcap/pcap.h>
 
 #include <algorithm>
@@ -37,15 +36,8 @@ struct Packet {
 };
 
 std::vector<Packet> read_captures(const std::string &dir) {
-  std::vector<std::string> names;
-  if (DIR *d = opendir(dir.c_str())) {
-    while (dirent *e = readdir(d))
-      if (std::strstr(e->d_name, ".pcap")) names.push_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
   std::vector<Packet> out;
-  for (const std::string &name : names) {
+  for (const std::string &name : gpptest::capture_names(dir)) {
     uint32_t linktype = 0;
     std::vector<gpptest::CapturedPacket> packets;
     std::string error;
