@@ -239,6 +239,7 @@ void Grid::measure_kernel_time(const Phase &phase, std::vector<std::string> *err
       for (unsigned i = 0; i <= reps; ++i) {
         GPP_CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
         GPP_CUDA_TRY(gpp::launch_process_batch(batch.get<uint8_t>(), r.count, cfg,
+                                               gpp::acl_tuple_count(r.cfg.acl),
                                                results.get<GppResult>(), stream.get()));
         GPP_CUDA_TRY(cudaEventRecord(stop.get(), stream.get()));
         wait_event_bounded(stop.get(), 30, "process kernel");

@@ -98,6 +98,11 @@ struct AclBlobHeader {
   uint32_t index_offset; // uint32_t[]: the AclSlotIndex records and their arrays
 };
 
+// The tuples of a blob (0 for none).
+GPP_HOST_DEVICE inline uint32_t acl_tuple_count(const uint8_t *blob) {
+  return blob ? reinterpret_cast<const AclBlobHeader *>(blob)->tuple_count : 0;
+}
+
 GPP_HOST_DEVICE inline uint32_t acl_load_be32(const uint8_t *p) {
   return (uint32_t(p[0]) << 24) | (uint32_t(p[1]) << 16) | (uint32_t(p[2]) << 8) | p[3];
 }

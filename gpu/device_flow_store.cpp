@@ -16,7 +16,7 @@ DeviceFlowStore::DeviceFlowStore(int device, uint32_t capacity)
   // Loaded now, not at a first launch that might wait for another
   // element's resident kernel to end.
   GPP_CUDA_TRY(preload_flow_kernels());
-  slots_ = DeviceMemory(static_cast<size_t>(capacity) * sizeof(FlowSlot));
+  GPP_CUDA_TRY(slots_.reserve(static_cast<size_t>(capacity) * sizeof(FlowSlot), stream_.get()));
   counts_ = DeviceMemory(sizeof(FlowLaunchCounts));
   end_records_ = DeviceMemory(kEndChunk * sizeof(GppFlowRecord));
   end_count_ = DeviceMemory(sizeof(uint32_t));
@@ -145,15 +145,13 @@ bool DeviceFlowStore::end_flows(const FlowEndRule &rule, uint16_t seed,
 bool DeviceFlowStore::live_ages(std::vector<FlowAge> &out, std::string *error) {
   std::string why;
   if (!begin(&why)) return failed("eviction", why, error);
-  // Rare (a full table): temporary memory is fine here.
-  DeviceMemory ages;
-  try {
-    ages = DeviceMemory(static_cast<size_t>(capacity_) * sizeof(FlowAge));
-  } catch (const CudaError &e) {
-    return failed("eviction", e.what(), error);
-  }
+  // Rare (a full table): temporary memory, stream-ordered on the table's
+  // stream (cudaMalloc and cudaFree would wait for every stream's batches).
+  StreamOrderedMemory ages;
   uint32_t *count = host_count();
-  if (!cuda_ok(cudaMemsetAsync(end_count_.get(), 0, sizeof(uint32_t), stream_.get()),
+  if (!cuda_ok(ages.reserve(static_cast<size_t>(capacity_) * sizeof(FlowAge), stream_.get()),
+               "cudaMallocAsync", &why) ||
+      !cuda_ok(cudaMemsetAsync(end_count_.get(), 0, sizeof(uint32_t), stream_.get()),
                "cudaMemsetAsync", &why) ||
       !cuda_ok(launch_flow_ages(view(), ages.get<FlowAge>(), end_count_.get<uint32_t>(),
                                 stream_.get()),
@@ -171,13 +169,11 @@ bool DeviceFlowStore::live_ages(std::vector<FlowAge> &out, std::string *error) {
 bool DeviceFlowStore::rebuild(std::string *error) {
   std::string why;
   if (!begin(&why)) return failed("rebuild", why, error);
-  DeviceMemory fresh;
-  try {
-    fresh = DeviceMemory(slots_.size());
-  } catch (const CudaError &e) {
-    return failed("rebuild", e.what(), error);
-  }
-  if (!cuda_ok(cudaMemsetAsync(fresh.get(), 0, fresh.size(), stream_.get()), "cudaMemsetAsync",
+  // The new table, stream-ordered like the one it replaces (which is freed
+  // on the same stream once the reinsert has read it).
+  StreamOrderedMemory fresh;
+  if (!cuda_ok(fresh.reserve(slots_.size(), stream_.get()), "cudaMallocAsync", &why) ||
+      !cuda_ok(cudaMemsetAsync(fresh.get(), 0, fresh.size(), stream_.get()), "cudaMemsetAsync",
                &why) ||
       !cuda_ok(launch_flow_reinsert(view(), FlowTableView{fresh.get<FlowSlot>(), capacity_},
                                     stream_.get()),

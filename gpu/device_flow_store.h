@@ -83,7 +83,7 @@ private:
   Stream stream_; // the whole-table steps, in order
   std::vector<BatchStream> batch_streams_;
   std::shared_ptr<StepGuard> step_guard_ = std::make_shared<StepGuard>();
-  DeviceMemory slots_;
+  StreamOrderedMemory slots_;   // on stream_: rebuilds replace it without cudaMalloc
   DeviceMemory counts_;         // FlowLaunchCounts since the last settle
   DeviceMemory end_records_;    // GppFlowRecord[kEndChunk]
   DeviceMemory end_count_;      // uint32_t

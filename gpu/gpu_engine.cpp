@@ -179,6 +179,7 @@ public:
     CoreConfig device_cfg = cfg;
     if (!sets_.translate(device_cfg, [this](std::string *err) { return quiesce(err); }, error))
       return false;
+    const uint32_t acl_tuples = acl_tuple_count(cfg.acl);
     StreamSlot &slot = *slots_[head_ % slots_.size()];
     const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
     cudaStream_t st = slot.stream.get();
@@ -188,7 +189,7 @@ public:
     if (count == 0) {
       // Nothing to compute; the event still marks the slot's place in order.
     } else if (mode_ == Mode::ZeroCopy) {
-      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg,
+      ok = cuda_ok(launch_process_batch_zerocopy(batch, count, device_cfg, acl_tuples,
                                                  records_to_host_ ? results : nullptr, st, flows),
                    "launching the zero-copy kernel", error) &&
            counted(st, error);
@@ -202,7 +203,7 @@ public:
                                      st),
                      "copying a batch to the device", error) &&
              cuda_ok(launch_process_batch(slot.batch.get<uint8_t>(), count, device_cfg,
-                                          slot.results.get<GppResult>(), st, flows),
+                                          acl_tuples, slot.results.get<GppResult>(), st, flows),
                      "launching the kernel", error) &&
              counted(st, error) &&
              (!records_to_host_ ||
@@ -210,7 +211,7 @@ public:
                                       cudaMemcpyDeviceToHost, st),
                       "copying results to the host", error));
       else if (ok)
-        ok = replay_graph(slot, batch, batch_size, count, device_cfg, flows, results,
+        ok = replay_graph(slot, batch, batch_size, count, device_cfg, acl_tuples, flows, results,
                           results_size, error) &&
              counted(st, error);
     }
@@ -249,11 +250,12 @@ private:
   // 1.7 us of CPU for the three updates) before a replay.  Built node by node
   // rather than captured so the node handles are at hand.
   bool replay_graph(StreamSlot &slot, const uint8_t *batch, size_t batch_size, uint32_t count,
-                    const CoreConfig &cfg, const FlowDeviceTarget &flows, GppResult *results,
-                    size_t results_size, std::string *error) {
+                    const CoreConfig &cfg, uint32_t acl_tuples, const FlowDeviceTarget &flows,
+                    GppResult *results, size_t results_size, std::string *error) {
     slot.args.batch = slot.batch.get<uint8_t>();
     slot.args.packet_count = count;
     slot.args.cfg = cfg;
+    slot.args.acl_tuples = acl_tuples;
     slot.args.flows = flows;
     slot.args.results = slot.results.get<GppResult>();
     cudaKernelNodeParams kernel_params;
@@ -409,8 +411,7 @@ public:
         (!same_config(device_cfg, running_cfg_) || !same_flows(flows, running_flows_)) &&
         !drain(error))
       return false;
-    const uint32_t acl_tuples = cfg.acl ? reinterpret_cast<const AclBlobHeader *>(cfg.acl)->tuple_count : 0;
-    if (!running_ && !start_kernel(device_cfg, flows, acl_tuples, error)) return false;
+    if (!running_ && !start_kernel(device_cfg, flows, acl_tuple_count(cfg.acl), error)) return false;
 
     post(head_++, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);

@@ -11,12 +11,16 @@ namespace {
 
 constexpr int kThreadsPerBlock = 128;
 // With an ACL and no DPI, a block takes fewer packets than it has threads:
-// one warp parses them, then all four share their ACL probes (acl_block.cuh),
-// which spreads a 4096-packet batch's probes over every SM (H200: 64-byte
-// packets with ClassBench 1k rules, 136 -> 225 Mpps).  With DPI the payload
-// walks dominate and want every warp (measured: IMIX with the full workload
-// fell from 91 to 35 Mpps at 16384 packets with one parsing warp a block).
-constexpr int kAclPacketsPerBlock = 32;
+// a warp or less parses them, then all four share their ACL probes
+// (acl_block.cuh), which spreads a batch's probes over every SM (H200:
+// 64-byte packets with ClassBench 1k rules, 136 -> 225 Mpps at 32 packets a
+// block).  With a 10k set's 20-odd tuples 32 packets gave each thread six
+// probes one after another and one block an SM at 4096 packets: about one
+// probe a thread instead (acl_block_packets), at least 4 packets.  With DPI
+// the payload walks dominate and want every warp (measured: IMIX with the
+// full workload fell from 91 to 35 Mpps at 16384 packets with one parsing
+// warp a block).
+constexpr unsigned kAclMostPacketsPerBlock = 32, kAclLeastPacketsPerBlock = 4;
 
 // With DPI a block's threads share its packets' payloads (dpi_block.cuh), so
 // a block takes just enough packets that a batch spreads over ~1024 blocks,
@@ -42,10 +46,12 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, co
   if (flows.table.slots) flow_count_packet(flows, r);
 }
 
-__host__ __device__ __forceinline__ uint32_t packets_per_block(const CoreConfig &cfg,
-                                                                uint32_t packet_count) {
+// Chosen on the host: the kernels get it as an argument.
+uint32_t packets_per_block(const CoreConfig &cfg, uint32_t acl_tuples, uint32_t packet_count) {
   if (cfg.dpi) return dpi_packets_per_block(packet_count);
-  return cfg.acl ? kAclPacketsPerBlock : kThreadsPerBlock;
+  return cfg.acl ? acl_block_packets(acl_tuples, kThreadsPerBlock, kAclMostPacketsPerBlock,
+                                     kAclLeastPacketsPerBlock)
+                 : kThreadsPerBlock;
 }
 
 // Zero-copy: bytes a block copies from mapped host memory to shared memory
@@ -62,7 +68,8 @@ constexpr uint32_t kZeroCopyStageBytes = 16 << 10;
 // memory first (zero-copy).
 template <bool kStage>
 __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint32_t packet_count,
-                                                     const CoreConfig &cfg, GppResult *results,
+                                                     uint32_t per_block, const CoreConfig &cfg,
+                                                     GppResult *results,
                                                      const FlowDeviceTarget &flows) {
   __shared__ GppResult records[kThreadsPerBlock];
   __shared__ uint32_t acl_best[kThreadsPerBlock];
@@ -70,7 +77,6 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
   __shared__ GppPacketDesc descs[kThreadsPerBlock];
   __shared__ uint32_t span_lo, span_hi;
   __shared__ uint4 stage_words[kStage ? kZeroCopyStageBytes / sizeof(uint4) : 1];
-  const uint32_t per_block = packets_per_block(cfg, packet_count);
   const uint32_t first = blockIdx.x * per_block;
   const uint32_t n = min(per_block, packet_count - first);
   const auto *batch_descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
@@ -128,9 +134,10 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
 // shared by the block.
 // With a flow table, each thread then counts its packet into it.
 __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
-                                     CoreConfig cfg, GppResult *results, FlowDeviceTarget flows) {
+                                     CoreConfig cfg, GppResult *results, FlowDeviceTarget flows,
+                                     uint32_t per_block) {
   if (cfg.acl || cfg.dpi) {
-    process_block_staged<false>(batch, packet_count, cfg, results, flows);
+    process_block_staged<false>(batch, packet_count, per_block, cfg, results, flows);
     return;
   }
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -140,32 +147,35 @@ __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count
 // Zero-copy: the batch and the results are in mapped host memory.
 __global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
                                               CoreConfig cfg, GppResult *results,
-                                              FlowDeviceTarget flows) {
-  process_block_staged<true>(batch, packet_count, cfg, results, flows);
+                                              FlowDeviceTarget flows, uint32_t per_block) {
+  process_block_staged<true>(batch, packet_count, per_block, cfg, results, flows);
 }
 
-unsigned blocks_for(uint32_t packet_count, const CoreConfig &cfg) {
-  const uint32_t per_block = packets_per_block(cfg, packet_count);
+unsigned blocks_for(uint32_t packet_count, uint32_t per_block) {
   return (packet_count + per_block - 1) / per_block;
 }
 
 } // namespace
 
 cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
-                                 const CoreConfig &cfg, GppResult *results, cudaStream_t stream,
-                                 const FlowDeviceTarget &flows) {
+                                 const CoreConfig &cfg, uint32_t acl_tuples, GppResult *results,
+                                 cudaStream_t stream, const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
-  process_batch_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
-      batch, packet_count, cfg, results, flows);
+  const uint32_t per_block = packets_per_block(cfg, acl_tuples, packet_count);
+  process_batch_kernel<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0, stream>>>(
+      batch, packet_count, cfg, results, flows, per_block);
   return cudaGetLastError();
 }
 
 cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t packet_count,
-                                          const CoreConfig &cfg, GppResult *host_results,
-                                          cudaStream_t stream, const FlowDeviceTarget &flows) {
+                                          const CoreConfig &cfg, uint32_t acl_tuples,
+                                          GppResult *host_results, cudaStream_t stream,
+                                          const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
-  process_batch_zerocopy_kernel<<<blocks_for(packet_count, cfg), kThreadsPerBlock, 0, stream>>>(
-      host_batch, packet_count, cfg, host_results, flows);
+  const uint32_t per_block = packets_per_block(cfg, acl_tuples, packet_count);
+  process_batch_zerocopy_kernel<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0,
+                                  stream>>>(host_batch, packet_count, cfg, host_results, flows,
+                                            per_block);
   return cudaGetLastError();
 }
 
@@ -189,9 +199,12 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
   args->params[2] = &args->cfg;
   args->params[3] = &args->results;
   args->params[4] = &args->flows;
+  args->params[5] = &args->packets_per_block;
+  const uint32_t count = args->packet_count > 0 ? args->packet_count : 1;
+  args->packets_per_block = packets_per_block(args->cfg, args->acl_tuples, count);
   *node = cudaKernelNodeParams{};
   node->func = reinterpret_cast<void *>(process_batch_kernel);
-  node->gridDim = dim3(blocks_for(args->packet_count > 0 ? args->packet_count : 1, args->cfg));
+  node->gridDim = dim3(blocks_for(count, args->packets_per_block));
   node->blockDim = dim3(kThreadsPerBlock);
   node->sharedMemBytes = 0;
   node->kernelParams = args->params;

@@ -15,9 +15,11 @@ namespace gpp {
 // device memory; writes results[0..count) in device memory, and with a flow
 // table in `flows` counts each packet into it.  Returns the launch status
 // (cudaGetLastError after the launch).
+// `acl_tuples`: the tuple count of cfg.acl's set (its blob header, which
+// `cfg` may point to on the device), which sets how many packets a block takes.
 [[nodiscard]] cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
-                                               const CoreConfig &cfg, GppResult *results,
-                                               cudaStream_t stream,
+                                               const CoreConfig &cfg, uint32_t acl_tuples,
+                                               GppResult *results, cudaStream_t stream,
                                                const FlowDeviceTarget &flows = {});
 
 // Zero-copy: the batch and the results live in pinned host memory, which the
@@ -26,7 +28,7 @@ namespace gpp {
 // with `host_results` null it writes none (flows only: the table is the output).
 [[nodiscard]] cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch,
                                                         uint32_t packet_count,
-                                                        const CoreConfig &cfg,
+                                                        const CoreConfig &cfg, uint32_t acl_tuples,
                                                         GppResult *host_results,
                                                         cudaStream_t stream,
                                                         const FlowDeviceTarget &flows = {});
@@ -40,7 +42,9 @@ struct ProcessKernelArgs {
   CoreConfig cfg{};
   GppResult *results = nullptr;
   FlowDeviceTarget flows{};
-  void *params[5] = {};
+  uint32_t acl_tuples = 0;      // as launch_process_batch's
+  uint32_t packets_per_block = 0; // set by make_process_kernel_node
+  void *params[6] = {};
 };
 
 // Fills `node` to launch the process kernel over args->packet_count packets.
@@ -146,16 +150,22 @@ struct PersistentLaunch {
 // Threads per block of the persistent kernel.
 constexpr unsigned kPersistentThreads = 256;
 
-// Packets per block's share of a persistent job when an ACL of `tuples`
-// tuples is set: about one (packet, tuple) probe per thread, so even a small
-// batch's probes spread over several blocks and each thread waits out one
-// probe's chain of memory loads, not several (H200, 64 packets, ClassBench
-// 1k rules: 16 packets a block answered in about half the time of 256).  At
-// least 16, so large batches keep enough threads parsing.
-inline unsigned persistent_acl_chunk_packets(uint32_t tuples) {
-  unsigned packets = kPersistentThreads;
-  while (packets > 16 && packets * tuples > kPersistentThreads) packets /= 2;
+// Packets per block when an ACL of `tuples` tuples is set: from `most`,
+// halved down to `least` until there is about one (packet, tuple) probe per
+// thread, so a batch's probes spread over more blocks and each thread waits
+// out one probe's chain of memory loads, not several (H200, 64 packets,
+// ClassBench 1k rules: 16 packets a persistent block answered in about half
+// the time of 256).
+constexpr unsigned acl_block_packets(uint32_t tuples, unsigned threads, unsigned most,
+                                     unsigned least) {
+  unsigned packets = most;
+  while (packets > least && packets * tuples > threads) packets /= 2;
   return packets;
+}
+
+// A persistent job's: at least 16, so large batches keep enough threads parsing.
+constexpr unsigned persistent_acl_chunk_packets(uint32_t tuples) {
+  return acl_block_packets(tuples, kPersistentThreads, kPersistentThreads, 16);
 }
 
 // Largest co-resident grid of the persistent kernel on `device` (cooperative launch limit).

@@ -158,10 +158,10 @@ std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cf
 }
 
 // Runs one capture through the GPU at `batch_size` and compares with the
-// CPU's records; returns mismatches.  `gpu_cfg` is the CPU's config with the
-// ACL and DPI blob pointers swapped for their device copies.
+// CPU's records; returns mismatches.  `gpu_cfg` is the CPU's config `cfg`
+// with the ACL and DPI blob pointers swapped for their device copies.
 size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppResult> &cpu,
-               const gpp::CoreConfig &gpu_cfg, const char *what) {
+               const gpp::CoreConfig &cfg, const gpp::CoreConfig &gpu_cfg, const char *what) {
   size_t mismatches = 0;
   for (size_t first = 0; first < cap.packets.size(); first += batch_size) {
     const size_t last = std::min(cap.packets.size(), first + batch_size);
@@ -171,7 +171,8 @@ size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppRes
     DeviceBuffer<uint8_t> d_batch(batch.size());
     DeviceBuffer<GppResult> d_results(n);
     CUDA_CHECK(cudaMemcpy(d_batch.ptr, batch.data(), batch.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, gpu_cfg, d_results.ptr, nullptr));
+    CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, gpu_cfg, gpp::acl_tuple_count(cfg.acl),
+                                         d_results.ptr, nullptr));
     CUDA_CHECK(cudaMemcpy(gpu.data(), d_results.ptr, n * sizeof(GppResult), cudaMemcpyDeviceToHost));
     for (uint32_t i = 0; i < n; ++i) {
       if (std::memcmp(&cpu[first + i], &gpu[i], sizeof(GppResult)) != 0) {
@@ -495,7 +496,7 @@ size_t compare_random_sets(int rounds, const std::vector<uint32_t> &batch_sizes)
     gpu_cfg.acl = d_acl.ptr;
     gpu_cfg.dpi = d_dpi.ptr;
     for (uint32_t batch_size : batch_sizes)
-      mismatches += compare(cap, batch_size, cpu, gpu_cfg, "random sets");
+      mismatches += compare(cap, batch_size, cpu, cfg, gpu_cfg, "random sets");
     packets += cap.packets.size();
   }
   std::printf("random sets: %d rounds, %zu packets (%zu with DPI hits, %zu matching a rule), %zu "
@@ -643,7 +644,7 @@ int main(int argc, char **argv) {
         std::snprintf(what, sizeof what, "settings %d", variant);
         const std::vector<GppResult> cpu = cpu_records(cap, cfg);
         for (uint32_t batch_size : batch_sizes) {
-          mismatches += compare(cap, batch_size, cpu, gpu_cfg, what);
+          mismatches += compare(cap, batch_size, cpu, cfg, gpu_cfg, what);
           ++runs;
         }
         // Flows over the records with ACL and DPI results (the GPU's are
