@@ -206,8 +206,8 @@ using mz_case::kMzRules;
 
 // Random pattern sets (random_patterns.h) and payloads built from them.
 // The scan must equal the naive matcher, and so must every cut of the
-// payload into ranges scanned apart (the GPU's way: dpi_scan_range, chunks
-// counted where the automaton reports a match).
+// payload into ranges scanned apart (the GPU's way: dpi_scan_range, each
+// range counting the matches that start in it).
 TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
   std::mt19937 rng(2026);
   for (int round = 0; round < 40; ++round) {
@@ -227,16 +227,21 @@ TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
       set->naive_scan(bytes, len, &naive_id, &naive_hits);
       ASSERT_EQ(id, naive_id) << "round " << round << " payload " << n;
       ASSERT_EQ(hits, naive_hits) << "round " << round << " payload " << n;
-      // Cut into random ranges, each scanned on its own.
-      uint32_t chunk_hits = 0;
-      int32_t chunk_best = -1;
-      for (uint32_t from = 0; from < len;) {
-        const uint32_t to = std::min(len, from + 1 + static_cast<uint32_t>(rng() % 100));
-        gpp::dpi_scan_range(set->blob.data(), bytes, len, from, to, chunk_hits, chunk_best);
-        from = to;
+      // Cut into random ranges, each scanned on its own; and into ranges of
+      // 1 and 7 bytes (every match then runs past the end of the range it
+      // starts in: counted by that range's walk past its end).
+      for (uint32_t fixed : {0u, 1u, 7u}) {
+        uint32_t chunk_hits = 0;
+        int32_t chunk_best = -1;
+        for (uint32_t from = 0; from < len;) {
+          const uint32_t size = fixed ? fixed : 1 + static_cast<uint32_t>(rng() % 100);
+          const uint32_t to = std::min(len, from + size);
+          gpp::dpi_scan_range(set->blob.data(), bytes, len, from, to, chunk_hits, chunk_best);
+          from = to;
+        }
+        ASSERT_EQ(chunk_best, naive_id) << "round " << round << " payload " << n << " cut " << fixed;
+        ASSERT_EQ(chunk_hits, naive_hits) << "round " << round << " payload " << n << " cut " << fixed;
       }
-      ASSERT_EQ(chunk_best, naive_id) << "round " << round << " payload " << n;
-      ASSERT_EQ(chunk_hits, naive_hits) << "round " << round << " payload " << n;
     }
   }
 }
