@@ -13,18 +13,12 @@
 //
 // The automata hold at most the first kDpiPrefixBytes bytes of a pattern: a
 // longer pattern is a candidate of the state its prefix ends in, and is
-// verified byte by byte against the payload there.  That caps the automata's
-// depth (fewer states than whole long patterns) and bounds how far past its
-// start a match is reported, so a payload can be cut into chunks walked
-// independently (GPU threads share one payload, dpi_block.cuh).  A chunk
-// counts the matches that start inside it: its walk starts at the root at
-// the chunk's first byte (the automaton then reports exactly the matches
-// starting there or later) and runs on past its end only while the state's
-// depth says a match that started inside the chunk may still be reported,
-// usually a byte or two (the depth of a state is known from its number:
-// states are numbered breadth-first).  Past the end, a state's outputs are
-// counted one by one along its chain of suffixes, only those long enough to
-// have started inside the chunk.
+// verified byte by byte against the payload there.  That bounds how far a
+// match reaches back from where the automaton reports it, so a payload can be
+// cut into chunks walked independently (GPU threads share one payload,
+// dpi_block.cuh): a chunk's walk starts kDpiPrefixBytes - 1 bytes early and
+// counts only the matches that end (as the automaton sees them) inside it.
+// It also caps the automata's depth (fewer states than whole long patterns).
 // The set is one flat blob of offsets, copied to the device once.
 #pragma once
 
@@ -40,8 +34,6 @@ constexpr uint32_t kDpiBlobMagic = 0x49504450; // "PDPI"
 constexpr int kDpiAutomata = 2;                // 0: case-sensitive, 1: nocase
 // Longest prefix of a pattern the automata hold; longer patterns are verified.
 constexpr uint32_t kDpiPrefixBytes = 16;
-// dpi_run walks a range of at least twice this as two halves at once.
-constexpr uint32_t kDpiMinHalf = 32;
 
 struct DpiAutomaton {
   uint32_t states;           // 0 = no patterns of this kind
@@ -51,20 +43,8 @@ struct DpiAutomaton {
   uint32_t out_min_offset;   // int32_t[states]: smallest of them, -1 if none
   uint32_t candidates_offset; // DpiCandidates[states]: longer patterns whose prefix ends here
   uint32_t entry_bytes;      // 2 or 4: width of a transition
-  uint32_t own_offset;       // DpiOwnOutput[states]: each state's own patterns and suffix link
-  // States are numbered breadth-first: depth_start[d] is the first state of
-  // depth d or more (`states` past the deepest).
-  uint32_t depth_start[kDpiPrefixBytes + 2];
-  uint8_t byte_class[256];   // payload byte -> class
-};
-
-// The patterns of at most kDpiPrefixBytes whose bytes are exactly a state's
-// string (the state's outputs are these, then its link's, and so on).
-struct DpiOwnOutput {
-  uint32_t count;
-  int32_t min_id; // -1 if none
-  uint32_t link;  // the longest proper suffix state with patterns of its own; 0 (the root): none
   uint32_t reserved;
+  uint8_t byte_class[256];   // payload byte -> class
 };
 
 // A state's longer patterns: long_ids[first .. first + count) (DpiBlobHeader).
@@ -118,8 +98,7 @@ GPP_HOST_DEVICE inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
   hits += n < room ? n : room;
 }
 
-// One automaton's walk over the chunk [from, to) of a payload (the top of
-// dpi.h says how a chunk counts the matches that start inside it).
+// One automaton's walk over a payload.
 template <typename Entry> struct DpiWalker {
   static constexpr Entry kOutput = static_cast<Entry>(Entry(1) << (8 * sizeof(Entry) - 1));
   const uint8_t *blob;
@@ -127,29 +106,22 @@ template <typename Entry> struct DpiWalker {
   const uint32_t *count;
   const int32_t *min_id;
   const DpiCandidates *candidates;
-  const DpiOwnOutput *own;
-  const uint32_t *depth_start;
   const uint32_t *long_ids;
   const DpiLongPattern *longs;
   const uint8_t *byte_class;
   uint32_t classes;
   uint32_t s = 0;
-  uint32_t pos, to, len;
-  bool active;
 
-  GPP_HOST_DEVICE DpiWalker(const uint8_t *b, const DpiAutomaton &am, uint32_t chunk_from,
-                            uint32_t chunk_to, uint32_t payload_len)
+  GPP_HOST_DEVICE DpiWalker(const uint8_t *b, const DpiAutomaton &am)
       : blob(b), next(reinterpret_cast<const Entry *>(b + am.next_offset)),
         count(reinterpret_cast<const uint32_t *>(b + am.out_count_offset)),
         min_id(reinterpret_cast<const int32_t *>(b + am.out_min_offset)),
         candidates(reinterpret_cast<const DpiCandidates *>(b + am.candidates_offset)),
-        own(reinterpret_cast<const DpiOwnOutput *>(b + am.own_offset)), depth_start(am.depth_start),
         long_ids(reinterpret_cast<const uint32_t *>(
             b + reinterpret_cast<const DpiBlobHeader *>(b)->long_ids_offset)),
         longs(reinterpret_cast<const DpiLongPattern *>(
             b + reinterpret_cast<const DpiBlobHeader *>(b)->long_offset)),
-        byte_class(am.byte_class), classes(am.classes), pos(chunk_from), to(chunk_to),
-        len(payload_len), active(chunk_from < chunk_to) {}
+        byte_class(am.byte_class), classes(am.classes) {}
 
   // The output of a state reached at payload[pos] is read one step later
   // (report() at the next step, or finish()): its loads then overlap that
@@ -159,46 +131,27 @@ template <typename Entry> struct DpiWalker {
   uint32_t pending = kNoPending, pending_pos = 0;
   uint32_t ahead_pos = 0xffffffffu, ahead_class = 0;
 
-  GPP_HOST_DEVICE void count_long(const uint8_t *payload, uint32_t state, uint32_t at,
-                                  uint32_t &hits, int32_t &best) const {
+  GPP_HOST_DEVICE void report(const uint8_t *payload, uint32_t len, uint32_t state, uint32_t pos,
+                              uint32_t &hits, int32_t &best) const {
+    const uint32_t n = count[state];
+    if (n) {
+      dpi_add_hits(hits, n);
+      if (best < 0 || min_id[state] < best) best = min_id[state];
+    }
     const DpiCandidates c = candidates[state];
     for (uint32_t k = 0; k < c.count; ++k) {
       const DpiLongPattern &lp = longs[long_ids[c.first + k]];
-      if (dpi_verify(blob, lp, payload, len, at)) {
+      if (dpi_verify(blob, lp, payload, len, pos)) {
         dpi_add_hits(hits, 1);
         if (best < 0 || lp.id < best) best = lp.id;
       }
     }
   }
 
-  // The matches reported at payload[at] in `state` that started inside the
-  // chunk.
-  GPP_HOST_DEVICE void report(const uint8_t *payload, uint32_t state, uint32_t at, uint32_t &hits,
-                              int32_t &best) const {
-    if (at < to) { // inside: all of them (the walk began at the chunk's start)
-      const uint32_t n = count[state];
-      if (n) {
-        dpi_add_hits(hits, n);
-        if (best < 0 || min_id[state] < best) best = min_id[state];
-      }
-      count_long(payload, state, at, hits, best);
-      return;
-    }
-    // Past the end: those longer than the bytes walked past it.
-    const uint32_t past = at - to + 1;
-    const uint32_t longer = depth_start[past + 1]; // first state deeper than `past`
-    for (uint32_t t = own[state].count ? state : own[state].link; t >= longer && t != 0;
-         t = own[t].link) {
-      const DpiOwnOutput o = own[t];
-      dpi_add_hits(hits, o.count);
-      if (best < 0 || o.min_id < best) best = o.min_id;
-    }
-    if (kDpiPrefixBytes > past) count_long(payload, state, at, hits, best);
-  }
-
-  // Advances over payload[pos]; then stays active while a match that started
-  // inside the chunk may still be reported.
-  GPP_HOST_DEVICE void step(const uint8_t *payload, uint32_t &hits, int32_t &best) {
+  // Advances over payload[pos]; matches the automaton reports there are
+  // counted when `counting` (by the next step or finish()).
+  GPP_HOST_DEVICE void step(const uint8_t *payload, uint32_t len, uint32_t pos, bool counting,
+                            uint32_t &hits, int32_t &best) {
     const uint32_t cls = ahead_pos == pos ? ahead_class : byte_class[payload[pos]];
     const Entry e = next[s * classes + cls];
     if (pos + 1 < len) {
@@ -206,56 +159,66 @@ template <typename Entry> struct DpiWalker {
       ahead_class = byte_class[payload[pos + 1]];
     }
     if (pending != kNoPending) {
-      report(payload, pending, pending_pos, hits, best);
+      report(payload, len, pending, pending_pos, hits, best);
       pending = kNoPending;
     }
     s = e & static_cast<Entry>(~kOutput);
-    if (e & kOutput) {
+    if ((e & kOutput) && counting) {
       pending = s;
       pending_pos = pos;
     }
-    ++pos;
-    // Past the end, a match that started inside is at least pos - to + 1
-    // bytes long, and the next state is at most one deeper than this one.
-    active = pos < len && (pos < to || (pos - to < kDpiPrefixBytes && s >= depth_start[pos - to + 1]));
   }
   // Counts the output of the last step.
-  GPP_HOST_DEVICE void finish(const uint8_t *payload, uint32_t &hits, int32_t &best) {
-    if (pending != kNoPending) report(payload, pending, pending_pos, hits, best);
+  GPP_HOST_DEVICE void finish(const uint8_t *payload, uint32_t len, uint32_t &hits, int32_t &best) {
+    if (pending != kNoPending) report(payload, len, pending, pending_pos, hits, best);
     pending = kNoPending;
   }
 };
 
 // Stands in for an automaton without patterns.
 struct DpiIdle {
-  static constexpr bool active = false;
-  GPP_HOST_DEVICE DpiIdle(const uint8_t *, const DpiAutomaton &, uint32_t, uint32_t, uint32_t) {}
-  GPP_HOST_DEVICE void step(const uint8_t *, uint32_t &, int32_t &) {}
-  GPP_HOST_DEVICE void finish(const uint8_t *, uint32_t &, int32_t &) {}
+  GPP_HOST_DEVICE DpiIdle(const uint8_t *, const DpiAutomaton &) {}
+  GPP_HOST_DEVICE void step(const uint8_t *, uint32_t, uint32_t, bool, uint32_t &, int32_t &) {}
+  GPP_HOST_DEVICE void finish(const uint8_t *, uint32_t, uint32_t &, int32_t &) {}
 };
 
-// Runs both automata over the chunk [from, to) of a `len`-byte payload as
-// two halves at once: four independent chains of table loads overlap
-// instead of queueing one after the other.  Halves are chunks like any
-// other, so a split costs only the first half's few steps past its end; a
-// short range runs as one.
+// Runs both automata over payload[from, to) of a `len`-byte payload as two
+// halves at once: four independent chains of table loads overlap instead of
+// queueing one after the other.  Each half's walk starts depth - 1 bytes
+// before it, from the root, and counts only matches the automaton reports
+// inside the half: every such match starts inside that window, and the
+// automaton reports every match that starts at or after where it began.  A
+// short range runs as one half.  Matches are counted where the automaton
+// reports them, so any cut of a payload into ranges counts each once.
 template <typename W0, typename W1>
 GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
                                uint32_t len, uint32_t from, uint32_t to, uint32_t &hits,
                                int32_t &best) {
-  const uint32_t mid = to - from >= 2 * kDpiMinHalf ? from + (to - from) / 2 : to;
-  W0 a(blob, h->automata[0], from, mid, len), c(blob, h->automata[0], mid, to, len);
-  W1 b(blob, h->automata[1], from, mid, len), d(blob, h->automata[1], mid, to, len);
-  while (a.active || b.active || c.active || d.active) {
-    if (a.active) a.step(payload, hits, best);
-    if (b.active) b.step(payload, hits, best);
-    if (c.active) c.step(payload, hits, best);
-    if (d.active) d.step(payload, hits, best);
+  W0 a(blob, h->automata[0]), c(blob, h->automata[0]);
+  W1 b(blob, h->automata[1]), d(blob, h->automata[1]);
+  const uint32_t lead = h->depth ? h->depth - 1 : 0;
+  const uint32_t span = to - from;
+  const uint32_t mid = span >= 4 * lead + 64 ? from + span / 2 : to; // a split worth its overlap
+  const uint32_t start1 = from > lead ? from - lead : 0;
+  const uint32_t start2 = mid - lead; // mid >= lead when split
+  const uint32_t steps1 = mid - start1, steps2 = mid < to ? to - start2 : 0;
+  const uint32_t steps = steps1 > steps2 ? steps1 : steps2;
+  for (uint32_t k = 0; k < steps; ++k) {
+    if (k < steps1) {
+      const uint32_t i = start1 + k;
+      a.step(payload, len, i, i >= from, hits, best);
+      b.step(payload, len, i, i >= from, hits, best);
+    }
+    if (k < steps2) {
+      const uint32_t i = start2 + k;
+      c.step(payload, len, i, i >= mid, hits, best);
+      d.step(payload, len, i, i >= mid, hits, best);
+    }
   }
-  a.finish(payload, hits, best);
-  b.finish(payload, hits, best);
-  c.finish(payload, hits, best);
-  d.finish(payload, hits, best);
+  a.finish(payload, len, hits, best);
+  b.finish(payload, len, hits, best);
+  c.finish(payload, len, hits, best);
+  d.finish(payload, len, hits, best);
 }
 
 // Picks the walker of automaton 1 (none, 16- or 32-bit transitions).
@@ -270,9 +233,8 @@ GPP_HOST_DEVICE inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeade
   else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
 }
 
-// The matches that start in payload[from, to) of a `len`-byte payload:
-// added to `hits` (saturating), the smallest pattern id into `best`.  Any
-// cut of a payload into ranges counts each match once.
+// The matches the automata report in payload[from, to) of a `len`-byte
+// payload: added to `hits` (saturating), the smallest pattern id into `best`.
 GPP_HOST_DEVICE inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
                                       uint32_t from, uint32_t to, uint32_t &hits, int32_t &best) {
   const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);

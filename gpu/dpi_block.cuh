@@ -3,10 +3,10 @@
 // table load per byte (a 1500-byte payload took ~300 us on the H200 with the
 // ET Open 2024 fast patterns); here the block cuts its packets' payloads into chunks,
 // as many as it has threads when the payloads are short and never shorter
-// than kDpiMinChunk bytes, and each thread walks its chunks from their first
-// byte and a few bytes past their end (dpi.h), so one payload is shared by
-// many threads.  Each match is counted by the chunk where it starts, so the
-// sums are dpi_scan()'s byte for byte.
+// than kDpiMinChunk bytes, and each thread walks its chunks from
+// kDpiPrefixBytes - 1 bytes before them (dpi.h), so one payload is shared by
+// many threads.  Each match is counted by the chunk where the automaton
+// reports it, so the sums are dpi_scan()'s byte for byte.
 #pragma once
 
 #include "dpi.h"

@@ -250,13 +250,8 @@ struct Automaton {
   std::vector<uint32_t> count;
   std::vector<int32_t> min_id;
   std::vector<std::pair<uint32_t, uint32_t>> candidates; // (state, long pattern), by state
-  // Each state's own patterns (DpiOwnOutput), its link and its depth.
-  std::vector<uint32_t> own_count, link;
-  std::vector<int32_t> own_min;
-  std::vector<uint8_t> depth;
-  // next, count, min_id, own_*, link and depth are in build order; the blob
-  // numbers states breadth-first: its state i is build state order[i], build
-  // state s is renumber[s].
+  // next, count and min_id are in build order; the blob numbers states
+  // breadth-first: its state i is build state order[i], build state s is renumber[s].
   std::vector<uint32_t> order, renumber;
 };
 
@@ -312,16 +307,12 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
   if (!any) return true; // leave am empty: no automaton of this kind
   // Breadth-first: failure links, then the full transition table.
   std::vector<uint32_t> fail(go.size(), 0);
-  std::vector<uint32_t> own_count = count, link(go.size(), 0);
-  std::vector<int32_t> own_min = min_id;
-  std::vector<uint8_t> depth(go.size(), 0);
   std::deque<uint32_t> queue;
   for (int c = 0; c < 256; ++c) {
     if (go[0][c] == kNone) {
       go[0][c] = 0;
     } else {
       fail[go[0][c]] = 0;
-      depth[go[0][c]] = 1;
       queue.push_back(go[0][c]);
     }
   }
@@ -335,14 +326,12 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
     const uint32_t f = fail[s];
     count[s] += count[f];
     if (min_id[f] >= 0 && (min_id[s] < 0 || min_id[f] < min_id[s])) min_id[s] = min_id[f];
-    link[s] = own_count[f] ? f : link[f]; // the root has none of its own: 0 ends a chain
     for (int c = 0; c < 256; ++c) {
       const uint32_t t = go[s][c];
       if (t == kNone) {
         go[s][c] = go[f][c];
       } else {
         fail[t] = go[f][c];
-        depth[t] = static_cast<uint8_t>(depth[s] + 1);
         queue.push_back(t);
       }
     }
@@ -360,10 +349,6 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
   am->next = std::move(go);
   am->count = std::move(count);
   am->min_id = std::move(min_id);
-  am->own_count = std::move(own_count);
-  am->own_min = std::move(own_min);
-  am->link = std::move(link);
-  am->depth = std::move(depth);
   return true;
 }
 
@@ -442,14 +427,6 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     offset = align16(offset + states * sizeof(int32_t));
     d.candidates_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(DpiCandidates));
-    d.own_offset = static_cast<uint32_t>(offset);
-    offset = align16(offset + states * sizeof(DpiOwnOutput));
-    // Depths rise along the breadth-first numbering.
-    uint32_t state = 0;
-    for (uint32_t depth = 0; depth < kDpiPrefixBytes + 2; ++depth) {
-      while (state < states && am[a].depth[am[a].order[state]] < depth) ++state;
-      d.depth_start[depth] = static_cast<uint32_t>(state);
-    }
   }
   if (offset > 0xffffffffu) {
     *why = "the automata exceed 4 GiB";
@@ -524,12 +501,9 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     }
     auto *count = reinterpret_cast<uint32_t *>(set.blob.data() + d.out_count_offset);
     auto *min_id = reinterpret_cast<int32_t *>(set.blob.data() + d.out_min_offset);
-    auto *own = reinterpret_cast<DpiOwnOutput *>(set.blob.data() + d.own_offset);
     for (uint32_t s = 0; s < d.states; ++s) {
-      const uint32_t built = am[a].order[s];
-      count[s] = am[a].count[built];
-      min_id[s] = am[a].min_id[built];
-      own[s] = {am[a].own_count[built], am[a].own_min[built], am[a].renumber[am[a].link[built]], 0};
+      count[s] = am[a].count[am[a].order[s]];
+      min_id[s] = am[a].min_id[am[a].order[s]];
     }
   }
   return true;

@@ -127,6 +127,7 @@ struct StreamSlot {
   StreamOrderedMemory results; // streams / graph, on `stream`
   GraphExec graph;      // graph
   cudaGraphNode_t h2d = nullptr, kernel = nullptr, d2h = nullptr;
+  void *kernel_func = nullptr; // the graph's kernel (which build: packet_kernels.cu)
   ProcessKernelArgs args; // graph: kernel node arguments (stable address)
 
   explicit StreamSlot(unsigned event_flags) : done(event_flags) {}
@@ -260,6 +261,10 @@ private:
     slot.args.results = slot.results.get<GppResult>();
     cudaKernelNodeParams kernel_params;
     make_process_kernel_node(&slot.args, &kernel_params);
+    // A set with DPI and one without launch different builds of the kernel:
+    // a graph is built again for the other (the slot is idle here).
+    if (slot.graph.get() && kernel_params.func != slot.kernel_func) slot.graph = GraphExec();
+    slot.kernel_func = kernel_params.func;
     // Empty batches never get here: graphs cannot hold zero-byte copies.
     const size_t d2h_size = results_size;
     GppResult *d2h_dst = results;

@@ -129,13 +129,28 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
   for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) dst[w] = src[w];
 }
 
+// Resident blocks per SM each kernel is built for (__launch_bounds__).  The
+// core needs 159 registers a thread left to itself: 3 blocks (12 warps) an
+// SM, too few to wait out the ACL probes' and DPI walks' chains of memory
+// loads.  Capping registers spills some of the parse to L1 but keeps more
+// chains in flight.  Measured on the H200 (gpupacket-bench --quick --grid
+// realistic, 2026-12-03, A/B of builds capped at 1, 4 and 6 blocks, two
+// rounds): 4096 x pcap-1500B with ET Open 2024, `streams` 68.5 % of pinned
+// H2D uncapped, 86.6 % at 4, 98.5-99.0 % at 6; 64-byte ACL at 4096 (acl1 /
+// fw1 / ipc1 10k, % of parse + RSS) 84.7 / 86.8 / 70.0 uncapped, 98.0-98.6 /
+// 98.0-99.0 / 82.9-83.4 at 4, 80.4 / 96.2 / 78.1 at 6; parse + RSS alone
+// unchanged (269-271 Mpps).  So DPI launches take the 6-block build, the
+// others the 4-block one.
+constexpr int kDpiMinBlocks = 6, kMinBlocks = 4;
+
 // One thread per packet: packets are independent and most are short, so this
 // keeps every lane busy without cross-thread work.  Only the ACL stage is
 // shared by the block.
 // With a flow table, each thread then counts its packet into it.
-__global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count,
-                                     CoreConfig cfg, GppResult *results, FlowDeviceTarget flows,
-                                     uint32_t per_block) {
+template <int kBlocks>
+__global__ void __launch_bounds__(kThreadsPerBlock, kBlocks)
+    process_batch_kernel(const uint8_t *batch, uint32_t packet_count, CoreConfig cfg,
+                         GppResult *results, FlowDeviceTarget flows, uint32_t per_block) {
   if (cfg.acl || cfg.dpi) {
     process_block_staged<false>(batch, packet_count, per_block, cfg, results, flows);
     return;
@@ -145,10 +160,22 @@ __global__ void process_batch_kernel(const uint8_t *batch, uint32_t packet_count
 }
 
 // Zero-copy: the batch and the results are in mapped host memory.
-__global__ void process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count,
-                                              CoreConfig cfg, GppResult *results,
-                                              FlowDeviceTarget flows, uint32_t per_block) {
+template <int kBlocks>
+__global__ void __launch_bounds__(kThreadsPerBlock, kBlocks)
+    process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count, CoreConfig cfg,
+                                  GppResult *results, FlowDeviceTarget flows, uint32_t per_block) {
   process_block_staged<true>(batch, packet_count, per_block, cfg, results, flows);
+}
+
+using ProcessKernel = void (*)(const uint8_t *, uint32_t, CoreConfig, GppResult *,
+                               FlowDeviceTarget, uint32_t);
+
+ProcessKernel process_kernel_for(const CoreConfig &cfg) {
+  return cfg.dpi ? process_batch_kernel<kDpiMinBlocks> : process_batch_kernel<kMinBlocks>;
+}
+ProcessKernel zerocopy_kernel_for(const CoreConfig &cfg) {
+  return cfg.dpi ? process_batch_zerocopy_kernel<kDpiMinBlocks>
+                 : process_batch_zerocopy_kernel<kMinBlocks>;
 }
 
 unsigned blocks_for(uint32_t packet_count, uint32_t per_block) {
@@ -162,7 +189,7 @@ cudaError_t launch_process_batch(const uint8_t *batch, uint32_t packet_count,
                                  cudaStream_t stream, const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
   const uint32_t per_block = packets_per_block(cfg, acl_tuples, packet_count);
-  process_batch_kernel<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0, stream>>>(
+  process_kernel_for(cfg)<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0, stream>>>(
       batch, packet_count, cfg, results, flows, per_block);
   return cudaGetLastError();
 }
@@ -173,16 +200,17 @@ cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t pa
                                           const FlowDeviceTarget &flows) {
   if (packet_count == 0) return cudaSuccess;
   const uint32_t per_block = packets_per_block(cfg, acl_tuples, packet_count);
-  process_batch_zerocopy_kernel<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0,
-                                  stream>>>(host_batch, packet_count, cfg, host_results, flows,
-                                            per_block);
+  zerocopy_kernel_for(cfg)<<<blocks_for(packet_count, per_block), kThreadsPerBlock, 0, stream>>>(
+      host_batch, packet_count, cfg, host_results, flows, per_block);
   return cudaGetLastError();
 }
 
 cudaError_t preload_kernels() {
   cudaFuncAttributes attributes;
-  for (const void *kernel : {reinterpret_cast<const void *>(process_batch_kernel),
-                             reinterpret_cast<const void *>(process_batch_zerocopy_kernel)}) {
+  for (const void *kernel : {reinterpret_cast<const void *>(process_batch_kernel<kMinBlocks>),
+                             reinterpret_cast<const void *>(process_batch_kernel<kDpiMinBlocks>),
+                             reinterpret_cast<const void *>(process_batch_zerocopy_kernel<kMinBlocks>),
+                             reinterpret_cast<const void *>(process_batch_zerocopy_kernel<kDpiMinBlocks>)}) {
     const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
     if (e != cudaSuccess) return e;
   }
@@ -203,7 +231,7 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
   const uint32_t count = args->packet_count > 0 ? args->packet_count : 1;
   args->packets_per_block = packets_per_block(args->cfg, args->acl_tuples, count);
   *node = cudaKernelNodeParams{};
-  node->func = reinterpret_cast<void *>(process_batch_kernel);
+  node->func = reinterpret_cast<void *>(process_kernel_for(args->cfg));
   node->gridDim = dim3(blocks_for(count, args->packets_per_block));
   node->blockDim = dim3(kThreadsPerBlock);
   node->sharedMemBytes = 0;

@@ -206,8 +206,8 @@ using mz_case::kMzRules;
 
 // Random pattern sets (random_patterns.h) and payloads built from them.
 // The scan must equal the naive matcher, and so must every cut of the
-// payload into ranges scanned apart (the GPU's way: dpi_scan_range, each
-// range counting the matches that start in it).
+// payload into ranges scanned apart (the GPU's way: dpi_scan_range, chunks
+// counted where the automaton reports a match).
 TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
   std::mt19937 rng(2026);
   for (int round = 0; round < 40; ++round) {
@@ -228,8 +228,8 @@ TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
       ASSERT_EQ(id, naive_id) << "round " << round << " payload " << n;
       ASSERT_EQ(hits, naive_hits) << "round " << round << " payload " << n;
       // Cut into random ranges, each scanned on its own; and into ranges of
-      // 1 and 7 bytes (every match then runs past the end of the range it
-      // starts in: counted by that range's walk past its end).
+      // 1 and 7 bytes (every match then starts before the range that counts
+      // it: found by that range's walk from kDpiPrefixBytes - 1 bytes early).
       for (uint32_t fixed : {0u, 1u, 7u}) {
         uint32_t chunk_hits = 0;
         int32_t chunk_best = -1;
