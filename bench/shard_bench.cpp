@@ -12,7 +12,9 @@
 // splitting (the hash of every packet, each share copied into its device's
 // buffer) and merging, with the packet rate that cost alone would allow.
 // Medians of three alternating runs; records checked against mode=cpu
-// first.  Exit 77 where no GPU is usable.  Linked with the simulated GPU
+// first.  A second table gives the host's part alone: the sharded engine
+// over engines that finish every share at once (no device), split and merge
+// per batch.  Exit 77 where no GPU is usable.  Linked with the simulated GPU
 // (shard-bench-sim) it checks itself anywhere (GPP_SIM_DEVICES=2).
 #include <algorithm>
 #include <cstdio>
@@ -93,6 +95,18 @@ struct Rig {
   std::unique_ptr<gpp::Engine> engine; // last: goes first
 };
 
+// Pinned results for each of the rig's engine's slots.
+bool add_results(Rig &rig, int device, std::string *error) {
+  const unsigned slots = rig.engine->slots();
+  rig.results_arena = gpp::make_host_arena(device, slots * (kBatch * sizeof(GppResult) + 4096),
+                                           gpp::HostMemoryKind::Default, error);
+  if (!rig.results_arena) return false;
+  for (unsigned k = 0; k < slots; ++k)
+    rig.results.push_back(
+        static_cast<GppResult *>(rig.results_arena->allocate(kBatch * sizeof(GppResult))));
+  return true;
+}
+
 bool make_rig(gpp::Mode mode, const std::vector<int> &ids, unsigned persistent_blocks, Rig &rig,
               std::string *error) {
   gpp::EngineSettings s;
@@ -100,15 +114,7 @@ bool make_rig(gpp::Mode mode, const std::vector<int> &ids, unsigned persistent_b
   if (ids.size() > 1) s.device_ids = ids;
   s.persistent_blocks = persistent_blocks;
   rig.engine = gpp::make_engine(mode, s, error);
-  if (!rig.engine) return false;
-  const unsigned slots = rig.engine->slots();
-  rig.results_arena = gpp::make_host_arena(ids[0], slots * (kBatch * sizeof(GppResult) + 4096),
-                                           gpp::HostMemoryKind::Default, error);
-  if (!rig.results_arena) return false;
-  for (unsigned k = 0; k < slots; ++k)
-    rig.results.push_back(
-        static_cast<GppResult *>(rig.results_arena->allocate(kBatch * sizeof(GppResult))));
-  return true;
+  return rig.engine && add_results(rig, ids[0], error);
 }
 
 // Batches through `rig` for `seconds` (or one pass when 0); packets per second.
@@ -155,6 +161,51 @@ bool records_match(Rig &rig, const Ring &ring, std::string *error) {
         return false;
       }
   }
+  return true;
+}
+
+// An engine that finishes every batch at once and touches nothing: the
+// sharded engine over these costs only the host's split and merge.
+class NullEngine final : public gpp::Engine {
+public:
+  gpp::Mode mode() const override { return gpp::Mode::Streams; }
+  unsigned slots() const override { return gpp::kDefaultNumStreams; }
+  bool submit(const uint8_t *, size_t, uint32_t, const gpp::CoreConfig &, GppResult *,
+              std::string *) override {
+    return true;
+  }
+  bool wait_oldest(std::string *) override { return true; }
+  gpp::GpuCounters counters() const override { return {}; }
+};
+
+// The host's split and merge alone over `ids.size()` shards, in us per
+// batch (medians of three runs of `seconds`).
+bool host_only(const Ring &ring, const std::vector<int> &ids, double seconds, double *split_us,
+               double *merge_us, std::string *error) {
+  gpp::EngineSettings s;
+  s.device_ids = ids;
+  Rig rig;
+  rig.engine = gpp::make_sharded_engine(
+      gpp::Mode::Streams, s,
+      [](gpp::Mode, const gpp::EngineSettings &, std::string *) {
+        return std::unique_ptr<gpp::Engine>(new NullEngine);
+      },
+      [](int device, size_t bytes, gpp::HostMemoryKind kind, std::string *why) {
+        return gpp::make_host_arena(device, bytes, kind, why);
+      },
+      error);
+  if (!rig.engine || !add_results(rig, ids[0], error)) return false;
+  std::vector<double> split, merge;
+  for (int rep = 0; rep < 3; ++rep) {
+    const gpp::ShardHostCost before = gpp::shard_host_cost(*rig.engine);
+    if (run(rig, ring, seconds, error) < 0) return false;
+    const gpp::ShardHostCost after = gpp::shard_host_cost(*rig.engine);
+    const double batches = static_cast<double>(after.batches - before.batches);
+    split.push_back((after.split_ns - before.split_ns) / batches / 1e3);
+    merge.push_back((after.merge_ns - before.merge_ns) / batches / 1e3);
+  }
+  *split_us = gppbench::median(split);
+  *merge_us = gppbench::median(merge);
   return true;
 }
 
@@ -224,11 +275,27 @@ int main(int argc, char **argv) {
                               {"1500B", gpp::TrafficProfile::Large}};
   bool failed = false;
   std::string error;
+  std::ostringstream host_md;
+  host_md << "\n## The host's part alone\n\nThe sharded engine over " << ids.size()
+          << " engines that finish every share at once (no device): splitting (the hash of every "
+             "packet, each share written into its buffer) and merging per 4096-packet batch, "
+             "medians of three " << seconds << "-s runs, and the packet rate they alone allow.\n\n"
+             "| profile | split (us/batch) | merge (us/batch) | host-bound rate (Mpps) |\n"
+             "|---|---|---|---|\n";
   for (const Profile &p : profiles) {
     Ring ring;
     if (!build_ring(p.profile, quick ? 4 : 16, ids[0], ring, &error)) {
       std::fprintf(stderr, "%s: %s\n", p.name, error.c_str());
       return 1;
+    }
+    double split_us = 0, merge_us = 0;
+    if (!host_only(ring, ids, seconds, &split_us, &merge_us, &error)) {
+      std::fprintf(stderr, "host only, %s: %s\n", p.name, error.c_str());
+      failed = true;
+    } else {
+      host_md << "| " << p.name << " | " << gppbench::fmt(split_us, 1) << " | "
+              << gppbench::fmt(merge_us, 1) << " | "
+              << gppbench::fmt(kBatch / (split_us + merge_us), 0) << " |\n";
     }
     for (const gpp::ModeInfo &m : gpp::kModes) {
       if (!gpp::is_gpu_mode(m.mode)) continue;
@@ -271,6 +338,8 @@ int main(int argc, char **argv) {
       md << row.str();
     }
   }
+  std::printf("%s", host_md.str().c_str());
+  md << host_md.str();
   if (!report.empty()) std::ofstream(report) << md.str();
   std::printf("%s", failed ? "FAILED\n" : "done\n");
   return failed ? 1 : 0;

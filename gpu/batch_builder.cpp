@@ -46,40 +46,50 @@ void BatchBuilder::write(uint8_t *dst) const {
   if (!data_.empty()) std::memcpy(dst + data_start, data_.data(), data_.size());
 }
 
+size_t BatchBuilder::subset_packet_size(const uint8_t *src, uint32_t pick) {
+  return gpp_align_up(gpp_batch_descs(src)[pick].caplen, GPP_PACKET_ALIGN);
+}
+
 size_t BatchBuilder::subset_size(const uint8_t *src, const uint32_t *picks, uint32_t count) {
-  const GppPacketDesc *descs = gpp_batch_descs(src);
   size_t data = 0;
-  for (uint32_t i = 0; i < count; ++i) data += gpp_align_up(descs[picks[i]].caplen, GPP_PACKET_ALIGN);
+  for (uint32_t i = 0; i < count; ++i) data += subset_packet_size(src, picks[i]);
   return gpp_batch_size(count, data);
 }
 
-void BatchBuilder::write_subset(const uint8_t *src, const uint32_t *picks, uint32_t count,
-                                uint8_t *dst) {
-  const auto *src_header = reinterpret_cast<const GppBatchHeader *>(src);
-  const GppPacketDesc *src_descs = gpp_batch_descs(src);
-  const size_t data_start = gpp_batch_data_start(count);
+void BatchBuilder::write_subset_packet(const uint8_t *src, uint32_t pick, uint32_t index,
+                                       uint32_t count, size_t data_at, uint8_t *dst) {
+  GppPacketDesc d = gpp_batch_descs(src)[pick];
+  const uint8_t *bytes = src + d.offset;
+  const size_t at = gpp_batch_data_start(count) + data_at;
+  d.offset = static_cast<uint32_t>(at);
+  std::memcpy(dst + sizeof(GppBatchHeader) + size_t{index} * sizeof d, &d, sizeof d);
+  std::memcpy(dst + at, bytes, d.caplen);
+  const size_t padded = gpp_align_up(d.caplen, GPP_PACKET_ALIGN);
+  std::memset(dst + at + d.caplen, 0, padded - d.caplen);
+}
+
+void BatchBuilder::write_subset_header(const uint8_t *src, uint32_t count, size_t data_bytes,
+                                       uint8_t *dst) {
   GppBatchHeader header{};
   header.magic = GPP_BATCH_MAGIC;
   header.version = GPP_BATCH_VERSION;
   header.header_size = sizeof(GppBatchHeader);
   header.packet_count = count;
-  header.linktype = src_header->linktype;
-  auto *descs = reinterpret_cast<GppPacketDesc *>(dst + sizeof header);
-  size_t at = data_start;
-  for (uint32_t i = 0; i < count; ++i) {
-    GppPacketDesc d = src_descs[picks[i]];
-    const uint8_t *bytes = src + d.offset;
-    d.offset = static_cast<uint32_t>(at);
-    std::memcpy(&descs[i], &d, sizeof d);
-    std::memcpy(dst + at, bytes, d.caplen);
-    const size_t padded = gpp_align_up(d.caplen, GPP_PACKET_ALIGN);
-    std::memset(dst + at + d.caplen, 0, padded - d.caplen);
-    at += padded;
-  }
-  header.total_size = at;
+  header.linktype = reinterpret_cast<const GppBatchHeader *>(src)->linktype;
+  header.total_size = gpp_batch_size(count, data_bytes);
   std::memcpy(dst, &header, sizeof header);
-  const size_t descs_end = sizeof header + count * sizeof(GppPacketDesc);
-  std::memset(dst + descs_end, 0, data_start - descs_end);
+  const size_t descs_end = sizeof header + size_t{count} * sizeof(GppPacketDesc);
+  std::memset(dst + descs_end, 0, gpp_batch_data_start(count) - descs_end);
+}
+
+void BatchBuilder::write_subset(const uint8_t *src, const uint32_t *picks, uint32_t count,
+                                uint8_t *dst) {
+  size_t at = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    write_subset_packet(src, picks[i], i, count, at, dst);
+    at += subset_packet_size(src, picks[i]);
+  }
+  write_subset_header(src, count, at, dst);
 }
 
 std::vector<uint8_t> BatchBuilder::finish() const {

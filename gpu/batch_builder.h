@@ -37,6 +37,15 @@ public:
   static size_t subset_size(const uint8_t *src, const uint32_t *picks, uint32_t count);
   static void write_subset(const uint8_t *src, const uint32_t *picks, uint32_t count,
                            uint8_t *dst);
+  // The same subset written in pieces, by several threads at once: each
+  // packet at its place, and the header.  A packet's data takes
+  // subset_packet_size() bytes; `data_at` is the sum of those of the packets
+  // before it in the subset.
+  static size_t subset_packet_size(const uint8_t *src, uint32_t pick);
+  static void write_subset_packet(const uint8_t *src, uint32_t pick, uint32_t index,
+                                  uint32_t count, size_t data_at, uint8_t *dst);
+  static void write_subset_header(const uint8_t *src, uint32_t count, size_t data_bytes,
+                                  uint8_t *dst);
 
 private:
   uint32_t linktype_ = 0;

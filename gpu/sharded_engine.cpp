@@ -6,6 +6,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <thread>
 
 #include "batch_builder.h"
 #include "worker_pool.h"
@@ -30,7 +31,14 @@ struct Shard {
 
 class ShardedEngine final : public Engine {
 public:
-  explicit ShardedEngine(Mode mode) : mode_(mode), pool_(0) {}
+  // The split on up to kSplitThreads cores, the merge (beside the next
+  // batch's split) on up to half as many: their workers poll between
+  // batches (WorkerPool), and more of them would crowd out the threads that
+  // wait for the devices.  Eight parse a 4096-packet batch in about 20 us.
+  static constexpr unsigned kSplitThreads = 8;
+  explicit ShardedEngine(Mode mode)
+      : mode_(mode), pool_(std::clamp(std::thread::hardware_concurrency(), 1u, kSplitThreads)),
+        merge_pool_(std::clamp(std::thread::hardware_concurrency() / 2, 1u, kSplitThreads / 2)) {}
 
   // Adds the engine of one device.
   void add(int device_id, std::unique_ptr<Engine> engine) {
@@ -57,6 +65,14 @@ public:
                         slots_ * (slot_capacity_ + records_capacity_ + 512),
                         HostMemoryKind::Default, error);
     if (!arena_) return false;
+    const size_t n = shards_.size();
+    slot_packets_.resize(slots_);
+    for (SlotPackets &sp : slot_packets_) sp.first.resize(n);
+    part_packets_.resize(pool_.threads() * n);
+    part_bytes_.resize(pool_.threads() * n);
+    share_packets_.resize(n);
+    share_data_.resize(n);
+    share_at_.resize(n);
     for (unsigned k = 0; k < slots_; ++k) {
       slot_buffers_.push_back(static_cast<uint8_t *>(arena_->allocate(slot_capacity_)));
       slot_records_.push_back(static_cast<GppResult *>(arena_->allocate(records_capacity_)));
@@ -96,37 +112,71 @@ public:
       std::copy(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_);
     }
     const detail::RssTable *table = rss_table_.get();
-    shard_.resize(count);
-    auto classify = [&](uint32_t first, uint32_t last) {
+    // This slot's per-packet shard and place in it (read again by the merge:
+    // the slot is not reused before its batch is waited for).
+    SlotPackets &sp = slot_packets_[slot];
+    try {
+      if (sp.shard.size() < count) {
+        sp.shard.resize(count);
+        sp.place.resize(count);
+      }
+    } catch (const std::exception &e) {
+      *error = std::string("splitting a batch: ") + e.what();
+      return false;
+    }
+    uint8_t *shard = sp.shard.data();
+    uint32_t *place = sp.place.data();
+    // Two passes over contiguous parts of the batch, on every core for a
+    // large one: each part hashes its packets and counts, per shard, its
+    // packets and their bytes; then, from where those sums put each part in
+    // each share, it writes its packets there.  Shares keep input order.
+    const unsigned parts = count < kParallelPackets ? 1 : pool_.threads();
+    std::fill(part_packets_.begin(), part_packets_.end(), 0u);
+    std::fill(part_bytes_.begin(), part_bytes_.end(), size_t{0});
+    auto range_of = [&](unsigned part, uint32_t *first, uint32_t *last) {
+      *first = static_cast<uint32_t>(uint64_t{count} * part / parts);
+      *last = static_cast<uint32_t>(uint64_t{count} * (part + 1) / parts);
+    };
+    // Each part counts in its own locals (the parts' sums share cache lines).
+    auto classify = [&](unsigned part) {
+      uint32_t first, last;
+      range_of(part, &first, &last);
+      uint32_t packets[kMaxShards] = {};
+      size_t bytes[kMaxShards] = {};
       for (uint32_t i = first; i < last; ++i) {
         GppResult r;
         process_packet(batch + descs[i].offset, descs[i].caplen, descs[i].wirelen,
                        header->linktype, descs[i].packet_number, descs[i].timestamp_ns, shard_cfg,
                        r, ClassifyStages::kInline, table);
-        shard_[i] = static_cast<uint8_t>(shard_of(r, n));
+        const uint32_t k = shard_of(r, n);
+        shard[i] = static_cast<uint8_t>(k);
+        packets[k]++;
+        bytes[k] += BatchBuilder::subset_packet_size(batch, i);
       }
+      std::copy(packets, packets + n, &part_packets_[part * n]);
+      std::copy(bytes, bytes + n, &part_bytes_[part * n]);
     };
-    if (count < kParallelPackets) {
-      classify(0, count);
-    } else {
-      pool_.run_ranges(count, classify);
+    run_parts(parts, classify);
+    // Each part's first place and data offset in each share.
+    for (unsigned k = 0; k < n; ++k) {
+      uint32_t packets = 0;
+      size_t bytes = 0;
+      for (unsigned part = 0; part < parts; ++part) {
+        const uint32_t p = part_packets_[part * n + k];
+        const size_t b = part_bytes_[part * n + k];
+        part_packets_[part * n + k] = packets;
+        part_bytes_[part * n + k] = bytes;
+        packets += p;
+        bytes += b;
+      }
+      share_packets_[k] = packets;
+      share_data_[k] = bytes;
     }
-    // Each device's share as a batch of its own, in input order.
-    Ticket ticket;
-    ticket.results = results;
-    ticket.slot = slot;
-    ticket.index.resize(n);
-    ticket.first.resize(n);
-    ticket.count = count;
-    for (uint32_t i = 0; i < count; ++i) ticket.index[shard_[i]].push_back(i);
     // The shares back to back in this slot's buffer, each 256-byte aligned.
-    std::vector<size_t> bytes(n), at(n);
     size_t used = 0;
     for (unsigned k = 0; k < n; ++k) {
-      at[k] = used;
-      bytes[k] = BatchBuilder::subset_size(batch, ticket.index[k].data(),
-                                           static_cast<uint32_t>(ticket.index[k].size()));
-      used += (bytes[k] + 255) / 256 * 256;
+      share_at_[k] = used;
+      used += (gpp_batch_size(share_packets_[k], share_data_[k]) + 255) / 256 * 256;
     }
     if (used > slot_capacity_ || size_t{count} * sizeof(GppResult) > records_capacity_) {
       // Nothing started: the engine goes on with the next batch.
@@ -137,17 +187,25 @@ public:
       return false;
     }
     uint8_t *buffer = slot_buffers_[slot];
-    // One copy of every packet is the sharding's main cost: the shares in
-    // parallel for a large batch.
-    auto copy_share = [&](unsigned k) {
-      BatchBuilder::write_subset(batch, ticket.index[k].data(),
-                                 static_cast<uint32_t>(ticket.index[k].size()), buffer + at[k]);
+    auto copy = [&](unsigned part) {
+      uint32_t first, last;
+      range_of(part, &first, &last);
+      uint32_t next[kMaxShards];
+      size_t data_at[kMaxShards];
+      std::copy(&part_packets_[part * n], &part_packets_[part * n] + n, next);
+      std::copy(&part_bytes_[part * n], &part_bytes_[part * n] + n, data_at);
+      for (uint32_t i = first; i < last; ++i) {
+        const uint32_t k = shard[i];
+        place[i] = next[k]++;
+        BatchBuilder::write_subset_packet(batch, i, place[i], share_packets_[k], data_at[k],
+                                          buffer + share_at_[k]);
+        data_at[k] += BatchBuilder::subset_packet_size(batch, i);
+      }
     };
-    if (count < kParallelPackets) {
-      for (unsigned k = 0; k < n; ++k) copy_share(k);
-    } else {
-      pool_.run(n, copy_share);
-    }
+    run_parts(parts, copy);
+    for (unsigned k = 0; k < n; ++k)
+      BatchBuilder::write_subset_header(batch, share_packets_[k], share_data_[k],
+                                        buffer + share_at_[k]);
     // The host's part ends here; the submits are the devices' work.  Each
     // device writes its share's records at its own place in the slot's
     // records; the merge puts them in order into `results`.
@@ -155,24 +213,25 @@ public:
     uint32_t first_record = 0;
     for (unsigned k = 0; k < n; ++k) {
       Shard &s = *shards_[k];
-      const auto share = static_cast<uint32_t>(ticket.index[k].size());
+      const uint32_t share = share_packets_[k];
+      const size_t share_bytes = gpp_batch_size(share, share_data_[k]);
       std::string why;
       bool started;
       try {
-        started = s.engine->submit(buffer + at[k], bytes[k], share, cfg,
+        started = s.engine->submit(buffer + share_at_[k], share_bytes, share, cfg,
                                    slot_records_[slot] + first_record, &why);
       } catch (const std::exception &e) {
         started = false; // the shares before it are on their devices: this engine is done
         why = e.what();
       }
       if (!started) return fail(k, why, error);
-      ticket.first[k] = first_record;
+      sp.first[k] = first_record;
       first_record += share;
       s.packets += share;
     }
     try {
       std::lock_guard<std::mutex> lock(tickets_lock_);
-      tickets_.push_back(std::move(ticket));
+      tickets_.push_back(Ticket{results, slot, count});
     } catch (const std::exception &e) {
       return fail(0, std::string("after every share started: ") + e.what(), error);
     }
@@ -191,7 +250,7 @@ public:
         *error = "no batch outstanding";
         return false;
       }
-      ticket = std::move(tickets_.front());
+      ticket = tickets_.front();
       tickets_.pop_front();
     }
     bool ok = true;
@@ -205,16 +264,26 @@ public:
       }
     }
     if (!ok) return false;
-    // The records lie share after share; each goes to its packet's place.
+    // The records lie share after share; each packet takes its own.
     const uint64_t merge_start = now_ns();
-    for (size_t k = 0; k < shards_.size(); ++k) {
-      const GppResult *records = slot_records_[ticket.slot] + ticket.first[k];
-      const std::vector<uint32_t> &index = ticket.index[k];
-      for (size_t j = 0; j < index.size(); ++j) ticket.results[index[j]] = records[j];
-    }
+    const SlotPackets &sp = slot_packets_[ticket.slot];
+    const GppResult *records = slot_records_[ticket.slot];
+    auto merge = [&](uint32_t first, uint32_t last) {
+      for (uint32_t i = first; i < last; ++i)
+        ticket.results[i] = records[sp.first[sp.shard[i]] + sp.place[i]];
+    };
+    if (ticket.count < kParallelPackets) merge(0, ticket.count);
+    else merge_pool_.run_ranges(ticket.count, merge);
     std::lock_guard<std::mutex> lock(cost_lock_);
     cost_.merge_ns += now_ns() - merge_start;
     return true;
+  }
+
+  // The GPU time of the batch just waited for: its slowest share's.
+  uint32_t last_device_ns() const override {
+    uint32_t most = 0;
+    for (const auto &s : shards_) most = std::max(most, s->engine->last_device_ns());
+    return most;
   }
 
   bool idle(std::string *error) override {
@@ -260,9 +329,20 @@ private:
     GppResult *results = nullptr;
     unsigned slot = 0;
     uint32_t count = 0;
-    std::vector<std::vector<uint32_t>> index; // per shard: each record's place in the batch
-    std::vector<uint32_t> first;              // per shard: where its records start in results
   };
+  // A slot's batch as split: each packet's shard and place in its share, and
+  // where each share's records start in the slot's records.
+  struct SlotPackets {
+    std::vector<uint8_t> shard;
+    std::vector<uint32_t> place;
+    std::vector<uint32_t> first; // per shard
+  };
+
+  // Runs part(0 .. parts) on the split pool (one part: on this thread).
+  template <typename Part> void run_parts(unsigned parts, const Part &part) {
+    if (parts == 1) part(0u);
+    else pool_.run(parts, part);
+  }
 
   bool fail(unsigned shard, const std::string &why, std::string *error) {
     const int device = shards_[shard]->device_id;
@@ -272,7 +352,8 @@ private:
   }
 
   Mode mode_;
-  WorkerPool pool_;
+  WorkerPool pool_;       // the split (the submitting thread)
+  WorkerPool merge_pool_; // the merge (the waiting thread: WorkerPool takes one caller)
   // Before the shards: their engines go first, while the buffers their
   // batches may still read exist.
   std::unique_ptr<HostArena> arena_;
@@ -286,7 +367,13 @@ private:
   // one of each).
   std::mutex tickets_lock_;
   std::deque<Ticket> tickets_;
-  std::vector<uint8_t> shard_;              // per packet of the batch being split
+  std::vector<SlotPackets> slot_packets_;
+  // The split's sums: per part and shard (packets, then first place; bytes,
+  // then first data offset), and per share.
+  std::vector<uint32_t> part_packets_;
+  std::vector<size_t> part_bytes_;
+  std::vector<uint32_t> share_packets_;
+  std::vector<size_t> share_data_, share_at_;
   std::unique_ptr<detail::RssTable> rss_table_;
   uint8_t table_key_[kRssKeySize] = {};
   static constexpr int kNoFailure = -1;

@@ -9,10 +9,13 @@
 // an IP 5-tuple (hash 0) go to the first.  A device may be named twice (on a
 // one-GPU machine "0,0" runs the same code with two shards on device 0).
 //
-// Each shard has its own pinned buffers per slot (cudaHostAllocPortable, on
-// its device), grown when a larger share comes.  Flow metering stays on the
-// host (flow_device() is -1): the merged records feed one host table.  A
-// device that fails is named in the error.  Host only.
+// The shares of each slot's batch and their records live in one portable
+// pinned block allocated when the engine starts (sized by max_batch_bytes).
+// The host splits a batch in two passes over its packets (hash and count,
+// then write each packet into its share) and merges the records back, both
+// on a worker pool for large batches.  Flow metering stays on the host
+// (flow_device() is -1): the merged records feed one host table.  A device
+// that fails is named in the error.  Host only.
 #pragma once
 
 #include <functional>

@@ -1,9 +1,13 @@
 // A fixed pool of host threads that runs one job at a time, split into
-// chunks: chunk 0 on the calling thread, the others on workers that sleep
-// between jobs.  Used where a batch is spread over the host's cores (the
-// cpu mode's packet core, the host flow table), so no batch starts threads.
+// chunks: chunk 0 on the calling thread, the others on workers that poll
+// for kSpin after a job, then sleep.  Used where a batch is spread over the
+// host's cores (the cpu mode's packet core, the host flow table, the
+// sharded engine's split), so no batch starts threads, and batches that
+// follow each other closely pay no thread wake-ups.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,14 +38,18 @@ public:
 private:
   void worker_loop(unsigned index);
 
+  // How long a worker polls for the next job, and the caller for the
+  // workers' shares, before sleeping on a condition variable.
+  static constexpr std::chrono::microseconds kSpin{50};
+
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   const std::function<void(unsigned)> *job_ = nullptr; // thread k's share: (*job_)(k)
   unsigned chunks_ = 0;                                 // threads taking part
-  uint64_t generation_ = 0;
-  unsigned pending_ = 0;
+  std::atomic<uint64_t> generation_{0};                 // written under mutex_
+  std::atomic<unsigned> pending_{0};                    // workers' shares not done
   bool stopping_ = false;
 };
 

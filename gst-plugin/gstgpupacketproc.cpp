@@ -910,6 +910,21 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
       gst_element_post_message (GST_ELEMENT (self), gst_message_new_latency (GST_OBJECT (self)));
     return;
   }
+  if (prop_id == PROP_DEVICE_IDS) {
+    /* "all" asks CUDA for its devices (its first call can take long): not
+     * under the object lock, which the streaming thread takes per batch. */
+    const gchar *text = g_value_get_string (value);
+    std::vector<int> ids;
+    gchar *error = device_ids_from_text (text, &ids);
+    GST_OBJECT_LOCK (self);
+    *self->device_ids = std::move (ids);
+    g_free (self->device_ids_error);
+    self->device_ids_error = error;
+    g_free (self->device_ids_text);
+    self->device_ids_text = g_strdup (text);
+    GST_OBJECT_UNLOCK (self);
+    return;
+  }
   GST_OBJECT_LOCK (self);
   switch (prop_id) {
     case PROP_RSS_KEY:{
@@ -944,14 +959,6 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     case PROP_DEVICE_ID:
       self->device_id = g_value_get_int (value);
       break;
-    case PROP_DEVICE_IDS:{
-      const gchar *text = g_value_get_string (value);
-      g_free (self->device_ids_error);
-      self->device_ids_error = device_ids_from_text (text, self->device_ids);
-      g_free (self->device_ids_text);
-      self->device_ids_text = g_strdup (text);
-      break;
-    }
     case PROP_NUM_STREAMS:
       self->num_streams = g_value_get_uint (value);
       break;
@@ -1348,7 +1355,8 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "pool-bytes-pinned (both pools); acl-rule-count, acl-bytes, dpi-pattern-count, "
           "dpi-bytes (the sets in use; their bytes are what a GPU mode holds in device "
           "memory for them); with device-ids, for each shard N: shard-N-device-id, "
-          "shard-N-packets, shard-N-bytes-to-device, shard-N-bytes-from-device", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
+          "shard-N-packets, shard-N-bytes-to-device, shard-N-bytes-from-device (engines "
+          "replaced or stopped since the start still count)", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);

@@ -19,7 +19,7 @@ GppModeDispatch::release (GppProcStats & stats)
   }
   if (old) {
     const gpp::GpuCounters c = old->counters ();
-    stats.add_engine_traffic (c.bytes_h2d, c.bytes_d2h);
+    stats.add_engine_traffic (c.bytes_h2d, c.bytes_d2h, gpp::shard_figures (*old));
   }
 }
 

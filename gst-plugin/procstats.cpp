@@ -38,12 +38,33 @@ GppProcStats::add_copied (guint64 bytes)
   copied_bytes_ += bytes;
 }
 
+/* Adds `from` to `into` shard by shard; a place that held another device
+ * (device-ids changed) starts again from `from`'s figures. */
+static void
+add_shards (std::vector<gpp::ShardFigures> & into, const std::vector<gpp::ShardFigures> & from)
+{
+  if (into.size () < from.size ())
+    into.resize (from.size (), gpp::ShardFigures { -1, 0, {} });
+  for (size_t k = 0; k < from.size (); k++) {
+    gpp::ShardFigures & f = into[k];
+    if (f.device_id != from[k].device_id) {
+      f = from[k];
+      continue;
+    }
+    f.packets += from[k].packets;
+    f.traffic.bytes_h2d += from[k].traffic.bytes_h2d;
+    f.traffic.bytes_d2h += from[k].traffic.bytes_d2h;
+  }
+}
+
 void
-GppProcStats::add_engine_traffic (guint64 h2d, guint64 d2h)
+GppProcStats::add_engine_traffic (guint64 h2d, guint64 d2h,
+    const std::vector<gpp::ShardFigures> & shards)
 {
   std::lock_guard<std::mutex> guard (lock_);
   bytes_h2d_ += h2d;
   bytes_d2h_ += d2h;
+  add_shards (shards_, shards);
 }
 
 void
@@ -69,6 +90,7 @@ GppProcStats::reset ()
   std::lock_guard<std::mutex> guard (lock_);
   batches_ = packets_ = bytes_ = malformed_ = copied_batches_ = copied_bytes_ = 0;
   bytes_h2d_ = bytes_d2h_ = 0;
+  shards_.clear ();
   max_in_flight_ = 0;
   latency_.clear ();
   capture_latency_.clear ();
@@ -110,9 +132,12 @@ GppProcStats::to_structure (const GppLiveFigures & live)
       "acl-bytes", G_TYPE_UINT64, live.acl_bytes,
       "dpi-pattern-count", G_TYPE_UINT, live.dpi_patterns,
       "dpi-bytes", G_TYPE_UINT64, live.dpi_bytes, NULL);
-  /* device-ids: each shard's device and what it carried. */
-  for (size_t k = 0; k < live.shards.size (); k++) {
-    const gpp::ShardFigures & f = live.shards[k];
+  /* device-ids: each shard's device and what it carried, the engines
+   * already destroyed included. */
+  std::vector<gpp::ShardFigures> shards = shards_;
+  add_shards (shards, live.shards);
+  for (size_t k = 0; k < shards.size (); k++) {
+    const gpp::ShardFigures & f = shards[k];
     gchar *prefix = g_strdup_printf ("shard-%zu", k);
     gchar *device = g_strconcat (prefix, "-device-id", NULL);
     gchar *packets = g_strconcat (prefix, "-packets", NULL);

@@ -49,8 +49,11 @@ public:
   bool account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
       guint64 latency_ns, bool has_capture_latency, guint64 capture_latency_ns);
   void add_copied (guint64 bytes);
-  /* Copy traffic of an engine about to be destroyed. */
-  void add_engine_traffic (guint64 h2d, guint64 d2h);
+  /* Copy traffic of an engine about to be destroyed, and with device-ids
+   * each of its shards' figures (kept, and added to a later engine's with
+   * the same device at the same place). */
+  void add_engine_traffic (guint64 h2d, guint64 d2h,
+      const std::vector<gpp::ShardFigures> & shards);
   void note_in_flight (guint in_flight);
   GstClockTime processing_latency (gpp::Mode mode);
   GstStructure *to_structure (const GppLiveFigures & live);
@@ -65,6 +68,7 @@ private:
   guint64 copied_batches_ = 0;  /* batches copied into the pinned pool */
   guint64 copied_bytes_ = 0;
   guint64 bytes_h2d_ = 0, bytes_d2h_ = 0;  /* of engines already destroyed */
+  std::vector<gpp::ShardFigures> shards_;   /* likewise, per shard */
   guint max_in_flight_ = 0;
   LatencyWindow latency_;       /* chain entry to result push, ns, all modes */
   LatencyWindow mode_latency_[gpp::kModeCount];

@@ -15,6 +15,10 @@
 //              and keep it: one engine made for a stream with a flush and an
 //              EOS in it, idled at each, destroyed once at PAUSED->READY
 //              (GPP_SIM_LOG, gpu/gpu_simulated.cpp).
+//   shards     with device-ids=0,1 (two simulated devices), stats keeps
+//              each shard's figures after its engine is gone: over a mode
+//              switch and after PAUSED->READY, shard-N-packets add up to
+//              every packet pushed, with shard-N-device-id N.
 //   cycles     100 PLAYING <-> NULL cycles in mode=cpu, a few batches and EOS
 //              each, every result out each time (the GPU modes' cycles are
 //              test-gpu-modes' leaks section); the sanitizer build checks
@@ -206,6 +210,83 @@ void check_engine_kept(const char *mode) {
   if (!ok) ++g_failures;
 }
 
+// Batches of packets of many flows (IPv4 UDP, one source port each), so
+// both shards get some.
+std::vector<uint8_t> make_flow_batch(uint32_t packets, uint64_t first_number) {
+  gpp::BatchBuilder builder;
+  builder.reset(GPP_LINKTYPE_ETHERNET);
+  for (uint32_t i = 0; i < packets; ++i) {
+    uint8_t frame[60] = {};
+    frame[12] = 0x08;                                  // IPv4
+    uint8_t *ip = frame + 14;
+    ip[0] = 0x45;                                      // version 4, 20-byte header
+    ip[3] = 46;                                        // total length: 60 - 14
+    ip[8] = 64;                                        // TTL
+    ip[9] = 17;                                        // UDP
+    ip[12] = 10, ip[15] = 1;                           // 10.0.0.1
+    ip[16] = 10, ip[19] = 2;                           // 10.0.0.2
+    uint8_t *udp = ip + 20;
+    const uint32_t sport = 1024 + static_cast<uint32_t>(first_number) + i;
+    udp[0] = static_cast<uint8_t>(sport >> 8), udp[1] = static_cast<uint8_t>(sport);
+    udp[2] = 0, udp[3] = 53;
+    udp[5] = 26;                                       // UDP length
+    builder.add(frame, sizeof frame, sizeof frame, 0, first_number + i);
+  }
+  return builder.finish();
+}
+
+guint64 stat_u64(const GstStructure *s, const char *name) {
+  guint64 v = 0;
+  if (s) gst_structure_get_uint64(s, name, &v);
+  return v;
+}
+
+void check_shard_stats() {
+  g_setenv("GPP_SIM_DEVICES", "2", TRUE);
+  GstHarness *h = start("mode=streams device-ids=0,1");
+  GstElement *proc = gst_harness_find_element(h, "gpupacketproc");
+  constexpr uint32_t kPackets = 64;
+  uint64_t pushed = 0;
+  auto push = [&](int batches) {
+    for (int i = 0; i < batches; ++i) {
+      const std::vector<uint8_t> batch = make_flow_batch(kPackets, pushed);
+      if (gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size())) != GST_FLOW_OK)
+        fail("shards: a batch failed");
+      else if (GstBuffer *out = gst_harness_pull(h))
+        gst_buffer_unref(out);
+      pushed += kPackets;
+    }
+  };
+  std::string problems;
+  auto check = [&](const char *when) {
+    GstStructure *s = nullptr;
+    g_object_get(proc, "stats", &s, nullptr);
+    const guint64 p0 = stat_u64(s, "shard-0-packets"), p1 = stat_u64(s, "shard-1-packets");
+    gint d0 = -1, d1 = -1;
+    if (s) {
+      gst_structure_get_int(s, "shard-0-device-id", &d0);
+      gst_structure_get_int(s, "shard-1-device-id", &d1);
+    }
+    const bool ok = p0 + p1 == pushed && p0 > 0 && p1 > 0 && d0 == 0 && d1 == 1;
+    std::printf("%s shards %s: shard-0 %llu + shard-1 %llu packets of %llu pushed, devices %d, %d\n",
+                ok ? "ok  " : "FAIL", when, static_cast<unsigned long long>(p0),
+                static_cast<unsigned long long>(p1), static_cast<unsigned long long>(pushed), d0,
+                d1);
+    if (!ok) ++g_failures;
+    if (s) gst_structure_free(s);
+  };
+  push(3);
+  check("in mode=streams");
+  gst_util_set_object_arg(G_OBJECT(proc), "mode", "graph");
+  push(3);
+  check("after a switch to mode=graph (the streams engine gone)");
+  gst_element_set_state(proc, GST_STATE_READY);
+  check("after PAUSED->READY (every engine gone)");
+  gst_object_unref(proc);
+  gst_harness_teardown(h);
+  g_unsetenv("GPP_SIM_DEVICES");
+}
+
 void check_cpu_cycles() {
   constexpr int kCycles = 100, kBatches = 4;
   GstHarness *h = start("mode=cpu");
@@ -279,6 +360,7 @@ int main(int argc, char **argv) {
   check_flush_wakes_pool_waiter();
   check_engine_kept("persistent");
   check_engine_kept("streams");
+  check_shard_stats();
   check_cpu_cycles();
   std::printf(g_failures ? "%d FAILED\n" : "PASS\n", g_failures);
   return g_failures ? 1 : 0;
