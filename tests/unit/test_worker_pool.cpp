@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -52,6 +53,22 @@ TEST(WorkerPool, ManyJobsInARow) {
   std::atomic<long> sum{0};
   for (int job = 0; job < 2000; ++job) pool.run(3, [&](unsigned c) { sum += c + 1; });
   EXPECT_EQ(2000 * 6, sum.load());
+}
+
+// Workers poll for a while after a job, then sleep: jobs that come at once,
+// after a pause longer than the polling, and with fewer chunks than
+// threads (workers left out) must each run every chunk once.
+TEST(WorkerPool, JobsBothWhileWorkersPollAndAfterTheySlept) {
+  gpp::WorkerPool pool(4);
+  long want = 0;
+  std::atomic<long> sum{0};
+  for (int job = 0; job < 300; ++job) {
+    const unsigned chunks = 1 + job % 6;
+    pool.run(chunks, [&](unsigned c) { sum += c + 1; });
+    want += long{chunks} * (chunks + 1) / 2;
+    if (job % 10 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(want, sum.load());
 }
 
 } // namespace
