@@ -126,13 +126,12 @@ public:
     }
     uint8_t *shard = sp.shard.data();
     uint32_t *place = sp.place.data();
-    // Two passes over contiguous parts of the batch, on every core for a
-    // large one: each part hashes its packets and counts, per shard, its
-    // packets and their bytes; then, from where those sums put each part in
-    // each share, it writes its packets there.  Shares keep input order.
+    // Two passes over contiguous parts of the batch, one part per thread of
+    // the split pool for a large batch: each part hashes its packets and
+    // counts, per shard, its packets and their bytes; then, from where those
+    // sums put each part in each share, it writes its packets there.  Shares
+    // keep input order.
     const unsigned parts = count < kParallelPackets ? 1 : pool_.threads();
-    std::fill(part_packets_.begin(), part_packets_.end(), 0u);
-    std::fill(part_bytes_.begin(), part_bytes_.end(), size_t{0});
     auto range_of = [&](unsigned part, uint32_t *first, uint32_t *last) {
       *first = static_cast<uint32_t>(uint64_t{count} * part / parts);
       *last = static_cast<uint32_t>(uint64_t{count} * (part + 1) / parts);
