@@ -155,7 +155,7 @@ public:
       std::copy(packets, packets + n, &part_packets_[part * n]);
       std::copy(bytes, bytes + n, &part_bytes_[part * n]);
     };
-    run_parts(parts, classify);
+    if (!run_parts(parts, classify, error)) return false;
     // Each part's first place and data offset in each share.
     for (unsigned k = 0; k < n; ++k) {
       uint32_t packets = 0;
@@ -201,7 +201,7 @@ public:
         data_at[k] += BatchBuilder::subset_packet_size(batch, i);
       }
     };
-    run_parts(parts, copy);
+    if (!run_parts(parts, copy, error)) return false;
     for (unsigned k = 0; k < n; ++k)
       BatchBuilder::write_subset_header(batch, share_packets_[k], share_data_[k],
                                         buffer + share_at_[k]);
@@ -271,8 +271,16 @@ public:
       for (uint32_t i = first; i < last; ++i)
         ticket.results[i] = records[sp.first[sp.shard[i]] + sp.place[i]];
     };
-    if (ticket.count < kParallelPackets) merge(0, ticket.count);
-    else merge_pool_.run_ranges(ticket.count, merge);
+    if (ticket.count < kParallelPackets) {
+      merge(0, ticket.count);
+    } else {
+      try { // the pool's std::function may allocate: no exception leaves a wait
+        merge_pool_.run_ranges(ticket.count, merge);
+      } catch (const std::exception &e) {
+        *error = std::string("merging a batch's records: ") + e.what();
+        return false;
+      }
+    }
     std::lock_guard<std::mutex> lock(cost_lock_);
     cost_.merge_ns += now_ns() - merge_start;
     return true;
@@ -337,10 +345,19 @@ private:
     std::vector<uint32_t> first; // per shard
   };
 
-  // Runs part(0 .. parts) on the split pool (one part: on this thread).
-  template <typename Part> void run_parts(unsigned parts, const Part &part) {
-    if (parts == 1) part(0u);
-    else pool_.run(parts, part);
+  // Runs part(0 .. parts) on the split pool (one part: on this thread);
+  // false with why if the pool could not take the job (its std::function
+  // may allocate): nothing has started on a device then.
+  template <typename Part>
+  bool run_parts(unsigned parts, const Part &part, std::string *error) {
+    try {
+      if (parts == 1) part(0u);
+      else pool_.run(parts, part);
+      return true;
+    } catch (const std::exception &e) {
+      *error = std::string("splitting a batch: ") + e.what();
+      return false;
+    }
   }
 
   bool fail(unsigned shard, const std::string &why, std::string *error) {

@@ -801,12 +801,11 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   live.dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
   live.dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
   GppBatchRunner *st = self->state;
-  if (st) {
+  if (st)
     live.in_flight = st->results.in_flight ();
-    st->dispatch.fill_live (live);
-  }
   /* Under the object lock: the state (and its flow meter) stays meanwhile. */
-  GstStructure *stats = self->stats->to_structure (live);
+  GstStructure *stats = st ? st->dispatch.make_stats (live, *self->stats)
+      : self->stats->to_structure (live);
   if (st)
     st->flows.add_stats (stats);
   GST_OBJECT_UNLOCK (self);

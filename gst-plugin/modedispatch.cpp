@@ -14,13 +14,16 @@ GppModeDispatch::release (GppProcStats & stats)
 {
   std::unique_ptr<gpp::Engine> old;
   {
+    /* Its figures move to the stats in the same step as it leaves: a stats
+     * read sees them once, live or retired. */
     std::lock_guard<std::mutex> guard (lock_);
+    if (engine_) {
+      const gpp::GpuCounters c = engine_->counters ();
+      stats.add_engine_traffic (c.bytes_h2d, c.bytes_d2h, gpp::shard_figures (*engine_));
+    }
     old = std::move (engine_);
   }
-  if (old) {
-    const gpp::GpuCounters c = old->counters ();
-    stats.add_engine_traffic (c.bytes_h2d, c.bytes_d2h, gpp::shard_figures (*old));
-  }
+  /* Destroyed outside the lock (persistent: waits for its kernel). */
 }
 
 bool
@@ -69,8 +72,8 @@ GppModeDispatch::switch_to (gpp::Mode mode, const gpp::EngineSettings & settings
   return true;
 }
 
-void
-GppModeDispatch::fill_live (GppLiveFigures & live)
+GstStructure *
+GppModeDispatch::make_stats (GppLiveFigures & live, GppProcStats & stats)
 {
   live.pool_pinned = pools.pinned_bytes ();
   live.pool_fallbacks = pools.fallbacks ();
@@ -83,4 +86,5 @@ GppModeDispatch::fill_live (GppLiveFigures & live)
     live.engine_d2h = c.bytes_d2h;
     live.shards = gpp::shard_figures (*engine_);
   }
+  return stats.to_structure (live);
 }

@@ -36,11 +36,13 @@ public:
   bool idle (GppProcStats & stats, std::string * error);
   /* Destroys the engine in use (persistent: stops its kernel). */
   void release (GppProcStats & stats);
-  /* The engine's share of the stats, read from any thread. */
-  void fill_live (GppLiveFigures & live);
+  /* The stats with the engine's share in `live`, from any thread: under
+   * the lock release() adds a destroyed engine's figures to `stats` under,
+   * so each engine counts once, live or retired. */
+  GstStructure *make_stats (GppLiveFigures & live, GppProcStats & stats);
 
 private:
-  std::mutex lock_;             /* engine_ where it is replaced vs. fill_live */
+  std::mutex lock_;             /* engine_ where it is replaced vs. make_stats */
   std::unique_ptr<gpp::Engine> engine_;
   gpp::EngineSettings settings_;  /* engine_ was made with */
 };
