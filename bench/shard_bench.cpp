@@ -190,10 +190,7 @@ bool host_only(const Ring &ring, const std::vector<int> &ids, double seconds, do
       [](gpp::Mode, const gpp::EngineSettings &, std::string *) {
         return std::unique_ptr<gpp::Engine>(new NullEngine);
       },
-      [](int device, size_t bytes, gpp::HostMemoryKind kind, std::string *why) {
-        return gpp::make_host_arena(device, bytes, kind, why);
-      },
-      error);
+      gpp::make_host_arena, error);
   if (!rig.engine || !add_results(rig, ids[0], error)) return false;
   std::vector<double> split, merge;
   for (int rep = 0; rep < 3; ++rep) {

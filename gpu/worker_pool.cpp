@@ -3,20 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+#include "spin_lock.h"
 
 namespace gpp {
 namespace {
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 // Polls `done` for up to `budget`; whether it became true.
 template <typename Done> bool spin_until(Done done, std::chrono::microseconds budget) {
