@@ -96,6 +96,12 @@ struct AclBlobHeader {
   // of its rule do not wait on each other.
   uint32_t entry_rules_offset;
   uint32_t index_offset; // uint32_t[]: the AclSlotIndex records and their arrays
+  // uint8_t[] parallel to the slots: 0 for an empty slot, else acl_slot_tag()
+  // of its key's hash.  A probe reads tags until the key's own or an empty
+  // one: the tags of a 10k set (tens of KB) stay in L1, its slots (MBs) do
+  // not, so the probes that find nothing (most of a packet's) cost an L1 hit
+  // instead of an L2 round trip.
+  uint32_t tags_offset;
 };
 
 // The tuples of a blob (0 for none).
@@ -125,6 +131,20 @@ GPP_HOST_DEVICE inline uint32_t acl_hash32(uint32_t src, uint32_t dst) {
   k *= 0xc4ceb9fe1a85ec53ull;
   k ^= k >> 33;
   return static_cast<uint32_t>(k);
+}
+
+// A slot's tag: the hash's top byte (tables index with its low bits), never 0.
+GPP_HOST_DEVICE inline uint8_t acl_slot_tag(uint32_t hash) {
+  const uint8_t tag = static_cast<uint8_t>(hash >> 24);
+  return tag ? tag : 1;
+}
+
+GPP_HOST_DEVICE inline uint8_t acl_load_tag(const uint8_t *tags, uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(tags + i); // read-only path: the tags stay in L1
+#else
+  return tags[i];
+#endif
 }
 
 GPP_HOST_DEVICE inline uint32_t acl_hash(const uint8_t *src, const uint8_t *dst, int addr_len) {
@@ -171,6 +191,7 @@ struct AclView {
   const uint32_t *entries;
   const AclRule *entry_rules;
   const uint32_t *index;
+  const uint8_t *tags;
   GPP_HOST_DEVICE explicit AclView(const uint8_t *blob)
       : h(reinterpret_cast<const AclBlobHeader *>(blob)),
         rules(reinterpret_cast<const AclRule *>(blob + h->rules_offset)),
@@ -178,7 +199,8 @@ struct AclView {
         slots(reinterpret_cast<const AclSlot *>(blob + h->slots_offset)),
         entries(reinterpret_cast<const uint32_t *>(blob + h->entries_offset)),
         entry_rules(reinterpret_cast<const AclRule *>(blob + h->entry_rules_offset)),
-        index(reinterpret_cast<const uint32_t *>(blob + h->index_offset)) {}
+        index(reinterpret_cast<const uint32_t *>(blob + h->index_offset)),
+        tags(blob + h->tags_offset) {}
 };
 
 // The interval of `port` among `count` ascending starts (the first is 0).
@@ -231,9 +253,13 @@ GPP_HOST_DEVICE inline bool acl_classifiable(const GppResult &r) {
 GPP_HOST_DEVICE inline uint32_t acl_probe_v4(const AclView &v, const AclTuple &tuple, uint32_t src,
                                         uint32_t dst, const AclPorts &q, uint32_t bound) {
   const uint32_t ks = src & acl_mask32(tuple.src_len), kd = dst & acl_mask32(tuple.dst_len);
-  for (uint32_t i = acl_hash32(ks, kd) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+  const uint32_t hash = acl_hash32(ks, kd);
+  const uint8_t want = acl_slot_tag(hash);
+  for (uint32_t i = hash & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+    const uint8_t tag = acl_load_tag(v.tags, tuple.slot_offset + i);
+    if (tag == 0) return bound; // an empty slot ends the run
+    if (tag != want) continue;
     const AclSlot slot = v.slots[tuple.slot_offset + i]; // one copy: wide loads
-    if (slot.count == 0) return bound;
     if (acl_load_be32(slot.src) != ks || acl_load_be32(slot.dst) != kd) continue;
     if (slot.index)
       return acl_probe_indexed(v, slot, q, bound, [src, dst](const AclRule &rule) {
@@ -272,9 +298,13 @@ GPP_HOST_DEVICE inline uint32_t acl_probe_v6(const AclView &v, const AclTuple &t
   uint8_t src[16], dst[16];
   acl_mask(addr_src, tuple.src_len, addr_len, src);
   acl_mask(addr_dst, tuple.dst_len, addr_len, dst);
-  for (uint32_t i = acl_hash(src, dst, addr_len) & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+  const uint32_t hash = acl_hash(src, dst, addr_len);
+  const uint8_t want = acl_slot_tag(hash);
+  for (uint32_t i = hash & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+    const uint8_t tag = acl_load_tag(v.tags, tuple.slot_offset + i);
+    if (tag == 0) return bound;
+    if (tag != want) continue;
     const AclSlot slot = v.slots[tuple.slot_offset + i];
-    if (slot.count == 0) return bound;
     bool same = true;
     for (int b = 0; b < addr_len && same; ++b) same = slot.src[b] == src[b] && slot.dst[b] == dst[b];
     if (!same) continue;

@@ -234,6 +234,7 @@ void build_blob(AclRuleSet &set) {
 
   std::vector<AclTuple> tuples;
   std::vector<AclSlot> slots;
+  std::vector<uint8_t> tags; // parallel to slots
   std::vector<uint32_t> entries;
   std::vector<uint32_t> index_words;
   for (TupleBuild *t : order) {
@@ -249,10 +250,13 @@ void build_blob(AclRuleSet &set) {
     tuple.slot_offset = static_cast<uint32_t>(slots.size());
     tuple.slot_mask = size - 1;
     slots.resize(slots.size() + size, AclSlot{});
+    tags.resize(slots.size(), 0);
     const int addr_len = t->version == 4 ? 4 : 16;
     for (const auto &g : t->groups) {
-      uint32_t i = acl_hash(g.first.data(), g.first.data() + 16, addr_len) & tuple.slot_mask;
+      const uint32_t hash = acl_hash(g.first.data(), g.first.data() + 16, addr_len);
+      uint32_t i = hash & tuple.slot_mask;
       while (slots[tuple.slot_offset + i].count != 0) i = (i + 1) & tuple.slot_mask;
+      tags[tuple.slot_offset + i] = acl_slot_tag(hash);
       AclSlot &slot = slots[tuple.slot_offset + i];
       std::memcpy(slot.src, g.first.data(), 16);
       std::memcpy(slot.dst, g.first.data() + 16, 16);
@@ -292,8 +296,9 @@ void build_blob(AclRuleSet &set) {
   h.entries_offset = static_cast<uint32_t>(align16(h.slots_offset + slots.size() * sizeof(AclSlot)));
   h.entry_rules_offset =
       static_cast<uint32_t>(align16(h.entries_offset + entries.size() * sizeof(uint32_t)));
-  h.index_offset =
+  h.tags_offset =
       static_cast<uint32_t>(align16(h.entry_rules_offset + entries.size() * sizeof(AclRule)));
+  h.index_offset = static_cast<uint32_t>(align16(h.tags_offset + tags.size()));
   h.total_size = static_cast<uint32_t>(h.index_offset + index_words.size() * sizeof(uint32_t));
   h.generation = next_generation++;
   set.blob.assign(h.total_size, 0);
@@ -308,6 +313,7 @@ void build_blob(AclRuleSet &set) {
     std::memcpy(set.blob.data() + h.entries_offset, entries.data(), entries.size() * sizeof(uint32_t));
   auto *entry_rules = reinterpret_cast<AclRule *>(set.blob.data() + h.entry_rules_offset);
   for (size_t i = 0; i < entries.size(); ++i) entry_rules[i] = rules[entries[i]];
+  if (!tags.empty()) std::memcpy(set.blob.data() + h.tags_offset, tags.data(), tags.size());
   if (!index_words.empty())
     std::memcpy(set.blob.data() + h.index_offset, index_words.data(),
                 index_words.size() * sizeof(uint32_t));

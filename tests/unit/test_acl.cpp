@@ -692,6 +692,10 @@ TEST(AclBlob, LayoutIsConsistent) {
     ASSERT_GE(h->index_offset, h->entry_rules_offset + entry_count * sizeof(gpp::AclRule)) << name;
     ASSERT_LE(h->index_offset, h->total_size) << name;
     ASSERT_EQ((h->total_size - h->index_offset) % sizeof(uint32_t), 0u) << name;
+    // One tag a slot, between the entries' rules and the indexes.
+    ASSERT_GE(h->tags_offset, h->entry_rules_offset + entry_count * sizeof(gpp::AclRule)) << name;
+    ASSERT_LE(h->tags_offset + slot_count, h->index_offset) << name;
+    const uint8_t *tags = b + h->tags_offset;
     const uint32_t index_words = (h->total_size - h->index_offset) / sizeof(uint32_t);
     const auto *entry_rules = reinterpret_cast<const gpp::AclRule *>(b + h->entry_rules_offset);
     std::vector<int> seen(h->rule_count, 0);
@@ -705,6 +709,10 @@ TEST(AclBlob, LayoutIsConsistent) {
       uint32_t used = 0, smallest = kNone;
       for (uint32_t s = 0; s <= tu.slot_mask; ++s) {
         const gpp::AclSlot &slot = slots[tu.slot_offset + s];
+        const int addr_len = tu.ip_version == 4 ? 4 : 16;
+        EXPECT_EQ(tags[tu.slot_offset + s],
+                  slot.count ? gpp::acl_slot_tag(gpp::acl_hash(slot.src, slot.dst, addr_len)) : 0)
+            << name << ": tag of slot " << s;
         if (!slot.count) continue;
         ++used;
         ASSERT_LE(slot.first + slot.count, entry_count) << name;
