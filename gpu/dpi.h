@@ -201,25 +201,35 @@ struct DpiIdle {
   GPP_HOST_DEVICE void finish(const uint8_t *, uint32_t, uint32_t &, int32_t &) {}
 };
 
+// How a range is cut in two halves walked at once (dpi_run).
+enum class DpiSplit {
+  kWorthOverlap, // only when long enough that the second half's extra lead is
+                 // small beside it: the least work (throughput)
+  kAlways,       // any range of 2 bytes or more: the shortest chain of loads
+                 // (latency, when threads would otherwise idle)
+};
+
 // Runs both automata over payload[from, to) of a `len`-byte payload as two
 // halves at once: four independent chains of table loads overlap instead of
 // queueing one after the other.  Each half's walk starts depth - 1 bytes
 // before it, from the root, and counts only matches the automaton reports
 // inside the half: every such match starts inside that window, and the
 // automaton reports every match that starts at or after where it began.  A
-// short range runs as one half.  Matches are counted where the automaton
-// reports them, so any cut of a payload into ranges counts each once.
+// short range runs as one half unless `split` says otherwise.  Matches are
+// counted where the automaton reports them, so any cut of a payload into
+// ranges counts each once.
 template <typename W0, typename W1>
 GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
                                uint32_t len, uint32_t from, uint32_t to, uint32_t &hits,
-                               int32_t &best) {
+                               int32_t &best, DpiSplit split) {
   W0 a(blob, h->automata[0]), c(blob, h->automata[0]);
   W1 b(blob, h->automata[1]), d(blob, h->automata[1]);
   const uint32_t lead = h->depth ? h->depth - 1 : 0;
   const uint32_t span = to - from;
-  const uint32_t mid = span >= 4 * lead + 64 ? from + span / 2 : to; // a split worth its overlap
+  const bool halves = split == DpiSplit::kAlways ? span >= 2 : span >= 4 * lead + 64;
+  const uint32_t mid = halves ? from + span / 2 : to;
   const uint32_t start1 = from > lead ? from - lead : 0;
-  const uint32_t start2 = mid - lead; // mid >= lead when split
+  const uint32_t start2 = mid > lead ? mid - lead : 0;
   const uint32_t steps1 = mid - start1, steps2 = mid < to ? to - start2 : 0;
   const uint32_t steps = steps1 > steps2 ? steps1 : steps2;
   for (uint32_t k = 0; k < steps; ++k) {
@@ -244,25 +254,26 @@ GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h,
 template <typename W0>
 GPP_HOST_DEVICE inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
                                     const uint8_t *payload, uint32_t len, uint32_t from,
-                                    uint32_t to, uint32_t &hits, int32_t &best) {
+                                    uint32_t to, uint32_t &hits, int32_t &best, DpiSplit split) {
   const DpiAutomaton &am = h->automata[1];
-  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, from, to, hits, best);
+  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, from, to, hits, best, split);
   else if (am.entry_bytes == 2)
-    dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
-  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
+    dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best, split);
+  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best, split);
 }
 
 // The matches the automata report in payload[from, to) of a `len`-byte
 // payload: added to `hits` (saturating), the smallest pattern id into `best`.
 GPP_HOST_DEVICE inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
-                                      uint32_t from, uint32_t to, uint32_t &hits, int32_t &best) {
+                                      uint32_t from, uint32_t to, uint32_t &hits, int32_t &best,
+                                      DpiSplit split = DpiSplit::kWorthOverlap) {
   const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
   static_assert(kDpiAutomata == 2, "dpi_run walks two automata");
   const DpiAutomaton &am = h->automata[0];
-  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, from, to, hits, best);
+  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, from, to, hits, best, split);
   else if (am.entry_bytes == 2)
-    dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
-  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
+    dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best, split);
+  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best, split);
 }
 
 // Scans `len` payload bytes; fills dpi_pattern (-1 when nothing matched) and

@@ -150,18 +150,21 @@ struct PersistentLaunch {
 // Threads per block of the persistent kernel.
 constexpr unsigned kPersistentThreads = 256;
 
-// Packets per block when an ACL of `tuples` tuples is set: from `most`,
-// halved down to `least` until there is about one (packet, tuple) probe per
-// thread, so a batch's probes spread over more blocks and each thread waits
-// out one probe's chain of memory loads, not several (H200, 64 packets,
-// ClassBench 1k rules: 16 packets a persistent block answered in about half
-// the time of 256).
+// Packets per block when an ACL of `tuples` tuples is set: as many as give
+// each thread at most one (packet, tuple) probe, between `least` and `most`,
+// so a batch's probes spread over more blocks and each thread waits out one
+// probe's chain of memory loads, not several (H200, 64 packets, ClassBench
+// 1k rules: 16 packets a persistent block answered in about half the time of
+// 256).  Not rounded to a power of two: ipc1_10k's 25 tuples fill 125 of 128
+// threads with 5 packets, where 4 left 28 idle and made a quarter more blocks.
 constexpr unsigned acl_block_packets(uint32_t tuples, unsigned threads, unsigned most,
                                      unsigned least) {
-  unsigned packets = most;
-  while (packets > least && packets * tuples > threads) packets /= 2;
-  return packets;
+  const unsigned fit = tuples ? threads / tuples : most;
+  return fit > most ? most : fit < least ? least : fit;
 }
+static_assert(acl_block_packets(25, 128, 32, 4) == 5 && acl_block_packets(16, 128, 32, 4) == 8 &&
+                  acl_block_packets(200, 128, 32, 4) == 4 && acl_block_packets(1, 128, 32, 4) == 32,
+              "one probe a thread, within the bounds");
 
 // A persistent job's: at least 16, so large batches keep enough threads parsing.
 constexpr unsigned persistent_acl_chunk_packets(uint32_t tuples) {
