@@ -53,23 +53,20 @@ struct DpiCandidates {
 };
 
 // A pattern longer than kDpiPrefixBytes: its bytes after the prefix
-// (lower-cased for nocase), compared in place 16 at a time.  The first 16
-// sit in the record itself and the rest at tail_offset, 16-byte aligned and
-// zero-padded, so each 16 bytes of pattern are one wide load: a candidate
-// costs its record's loads, not a chain of one load per byte (`dense`
-// payloads verify up to 156 candidates on one state).
-constexpr uint32_t kDpiVerifyWord = 16;
-struct alignas(16) DpiVerifyWord {
-  uint8_t b[kDpiVerifyWord];
-};
+// (lower-cased for nocase), compared in place.  The first kDpiHeadBytes of
+// them sit in the record itself, in the 32 bytes a candidate's check loads
+// anyway, and the rest at tail_offset: most candidates fail on those first
+// bytes without a further dependent load.  (Comparing 16 bytes a load was
+// measured: its registers made the DPI kernels spill, 99 -> 64 % of H2D.)
+constexpr uint32_t kDpiHeadBytes = 16;
 struct alignas(16) DpiLongPattern {
   int32_t id;
   uint32_t length;      // whole pattern
-  uint32_t tail_offset; // bytes [kDpiPrefixBytes + 16, length) of the pattern
+  uint32_t tail_offset; // bytes [kDpiPrefixBytes + kDpiHeadBytes, length) of the pattern
   uint32_t nocase;
-  DpiVerifyWord head;   // bytes [kDpiPrefixBytes, kDpiPrefixBytes + 16)
+  uint8_t head[kDpiHeadBytes]; // bytes [kDpiPrefixBytes, ...), zero-padded
 };
-static_assert(sizeof(DpiLongPattern) == 32, "two 16-byte loads a candidate");
+static_assert(sizeof(DpiLongPattern) == 32, "a candidate is two 16-byte words");
 
 constexpr uint32_t kDpiMaxStates16 = 1u << 15; // below this, 16-bit transitions
 
@@ -87,26 +84,17 @@ struct DpiBlobHeader {
 };
 
 // Whether the longer pattern `lp`, whose prefix the automaton saw end at
-// payload[end], occurs there whole.  Each 16 bytes are compared without an
-// early exit, so their payload loads overlap.
+// payload[end], occurs there whole.
 GPP_HOST_DEVICE inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
                                   const uint8_t *payload, uint32_t len, uint32_t end) {
   const uint32_t start = end + 1 - kDpiPrefixBytes;
   if (lp.length > len - start) return false;
   const uint8_t *at = payload + start + kDpiPrefixBytes;
-  const uint32_t rest = lp.length - kDpiPrefixBytes;
-  const auto *tail = reinterpret_cast<const DpiVerifyWord *>(blob + lp.tail_offset);
-  for (uint32_t i = 0; i < rest; i += kDpiVerifyWord) {
-    const DpiVerifyWord want = i == 0 ? lp.head : tail[i / kDpiVerifyWord - 1];
-    const uint32_t n = rest - i < kDpiVerifyWord ? rest - i : kDpiVerifyWord;
-    bool same = true;
-    for (uint32_t k = 0; k < kDpiVerifyWord; ++k) {
-      if (k >= n) break;
-      uint8_t c = at[i + k];
-      if (lp.nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
-      same &= c == want.b[k];
-    }
-    if (!same) return false;
+  const uint8_t *tail = blob + lp.tail_offset;
+  for (uint32_t i = 0; i < lp.length - kDpiPrefixBytes; ++i) {
+    uint8_t c = at[i];
+    if (lp.nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
+    if (c != (i < kDpiHeadBytes ? lp.head[i] : tail[i - kDpiHeadBytes])) return false;
   }
   return true;
 }
@@ -159,7 +147,7 @@ template <typename Entry> struct DpiWalker {
     }
     const DpiCandidates c = candidates[state];
     for (uint32_t k = 0; k < c.count; ++k) {
-      const DpiLongPattern lp = longs[long_ids[c.first + k]]; // one copy: wide loads
+      const DpiLongPattern &lp = longs[long_ids[c.first + k]];
       if (dpi_verify(blob, lp, payload, len, pos)) {
         dpi_add_hits(hits, 1);
         if (best < 0 || lp.id < best) best = lp.id;
@@ -201,35 +189,25 @@ struct DpiIdle {
   GPP_HOST_DEVICE void finish(const uint8_t *, uint32_t, uint32_t &, int32_t &) {}
 };
 
-// How a range is cut in two halves walked at once (dpi_run).
-enum class DpiSplit {
-  kWorthOverlap, // only when long enough that the second half's extra lead is
-                 // small beside it: the least work (throughput)
-  kAlways,       // any range of 2 bytes or more: the shortest chain of loads
-                 // (latency, when threads would otherwise idle)
-};
-
 // Runs both automata over payload[from, to) of a `len`-byte payload as two
 // halves at once: four independent chains of table loads overlap instead of
 // queueing one after the other.  Each half's walk starts depth - 1 bytes
 // before it, from the root, and counts only matches the automaton reports
 // inside the half: every such match starts inside that window, and the
 // automaton reports every match that starts at or after where it began.  A
-// short range runs as one half unless `split` says otherwise.  Matches are
-// counted where the automaton reports them, so any cut of a payload into
-// ranges counts each once.
+// short range runs as one half.  Matches are counted where the automaton
+// reports them, so any cut of a payload into ranges counts each once.
 template <typename W0, typename W1>
 GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h, const uint8_t *payload,
                                uint32_t len, uint32_t from, uint32_t to, uint32_t &hits,
-                               int32_t &best, DpiSplit split) {
+                               int32_t &best) {
   W0 a(blob, h->automata[0]), c(blob, h->automata[0]);
   W1 b(blob, h->automata[1]), d(blob, h->automata[1]);
   const uint32_t lead = h->depth ? h->depth - 1 : 0;
   const uint32_t span = to - from;
-  const bool halves = split == DpiSplit::kAlways ? span >= 2 : span >= 4 * lead + 64;
-  const uint32_t mid = halves ? from + span / 2 : to;
+  const uint32_t mid = span >= 4 * lead + 64 ? from + span / 2 : to; // a split worth its overlap
   const uint32_t start1 = from > lead ? from - lead : 0;
-  const uint32_t start2 = mid > lead ? mid - lead : 0;
+  const uint32_t start2 = mid - lead; // mid >= lead when split
   const uint32_t steps1 = mid - start1, steps2 = mid < to ? to - start2 : 0;
   const uint32_t steps = steps1 > steps2 ? steps1 : steps2;
   for (uint32_t k = 0; k < steps; ++k) {
@@ -254,26 +232,25 @@ GPP_HOST_DEVICE inline void dpi_run(const uint8_t *blob, const DpiBlobHeader *h,
 template <typename W0>
 GPP_HOST_DEVICE inline void dpi_run_with(const uint8_t *blob, const DpiBlobHeader *h,
                                     const uint8_t *payload, uint32_t len, uint32_t from,
-                                    uint32_t to, uint32_t &hits, int32_t &best, DpiSplit split) {
+                                    uint32_t to, uint32_t &hits, int32_t &best) {
   const DpiAutomaton &am = h->automata[1];
-  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, from, to, hits, best, split);
+  if (!am.states) dpi_run<W0, DpiIdle>(blob, h, payload, len, from, to, hits, best);
   else if (am.entry_bytes == 2)
-    dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best, split);
-  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best, split);
+    dpi_run<W0, DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
+  else dpi_run<W0, DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
 }
 
 // The matches the automata report in payload[from, to) of a `len`-byte
 // payload: added to `hits` (saturating), the smallest pattern id into `best`.
 GPP_HOST_DEVICE inline void dpi_scan_range(const uint8_t *blob, const uint8_t *payload, uint32_t len,
-                                      uint32_t from, uint32_t to, uint32_t &hits, int32_t &best,
-                                      DpiSplit split = DpiSplit::kWorthOverlap) {
+                                      uint32_t from, uint32_t to, uint32_t &hits, int32_t &best) {
   const auto *h = reinterpret_cast<const DpiBlobHeader *>(blob);
   static_assert(kDpiAutomata == 2, "dpi_run walks two automata");
   const DpiAutomaton &am = h->automata[0];
-  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, from, to, hits, best, split);
+  if (!am.states) dpi_run_with<DpiIdle>(blob, h, payload, len, from, to, hits, best);
   else if (am.entry_bytes == 2)
-    dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best, split);
-  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best, split);
+    dpi_run_with<DpiWalker<uint16_t>>(blob, h, payload, len, from, to, hits, best);
+  else dpi_run_with<DpiWalker<uint32_t>>(blob, h, payload, len, from, to, hits, best);
 }
 
 // Scans `len` payload bytes; fills dpi_pattern (-1 when nothing matched) and

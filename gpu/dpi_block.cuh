@@ -47,11 +47,6 @@ __device__ inline void dpi_apply_block(const uint8_t *blob, GppResult *records, 
   }
   __syncthreads();
   const uint32_t chunk = sc.chunk, units = sc.first_unit[n];
-  // Chunks at their floor: the block has threads to spare (a small job,
-  // where latency counts).  Each chunk then runs as two halves at once, a
-  // shorter chain of loads (one 1500-byte packet on 256 threads: 15 + 4
-  // steps instead of 15 + 8) for more loads in all.
-  const DpiSplit split = chunk == kDpiMinChunk ? DpiSplit::kAlways : DpiSplit::kWorthOverlap;
   for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
     uint32_t lo = 0, hi = n; // the packet whose chunks hold u
     while (hi - lo > 1) {
@@ -64,7 +59,7 @@ __device__ inline void dpi_apply_block(const uint8_t *blob, GppResult *records, 
     const uint32_t to = min(len, from + chunk);
     uint32_t hits = 0;
     int32_t best = -1;
-    dpi_scan_range(blob, payload_of(lo), len, from, to, hits, best, split);
+    dpi_scan_range(blob, payload_of(lo), len, from, to, hits, best);
     if (hits) atomicAdd(&sc.hits[lo], static_cast<unsigned long long>(hits));
     if (best >= 0) atomicMin(&sc.best[lo], static_cast<uint32_t>(best));
   }

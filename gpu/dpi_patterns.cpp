@@ -410,15 +410,14 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   offset = align16(offset + long_ids.size() * sizeof(DpiLongPattern));
   h.long_ids_offset = static_cast<uint32_t>(offset);
   offset = align16(offset + (am[0].candidates.size() + am[1].candidates.size()) * sizeof(uint32_t));
-  // Tails: each pattern's bytes after its prefix and first verify word, in
-  // whole zero-padded words.
+  // Tails: each pattern's bytes after its prefix and its record's head.
   auto tail_bytes = [](const DpiPattern &p) {
     const size_t rest = p.bytes.size() - kDpiPrefixBytes;
-    return rest > kDpiVerifyWord ? align16(rest - kDpiVerifyWord) : size_t{0};
+    return rest > kDpiHeadBytes ? rest - kDpiHeadBytes : size_t{0};
   };
-  static_assert(kDpiVerifyWord == 16, "tails are padded with align16");
   const size_t tails_offset = offset;
   for (uint32_t id : long_ids) offset += tail_bytes(set.patterns[id]);
+  offset = align16(offset);
   for (int a = 0; a < kDpiAutomata; ++a) {
     const size_t states = am[a].next.size();
     DpiAutomaton &d = h.automata[a];
@@ -455,8 +454,8 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
       if (p.nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A'));
       return c;
     };
-    const size_t head_end = std::min(p.bytes.size(), size_t{kDpiPrefixBytes + kDpiVerifyWord});
-    for (size_t i = kDpiPrefixBytes; i < head_end; ++i) lp.head.b[i - kDpiPrefixBytes] = as_compared(i);
+    const size_t head_end = std::min(p.bytes.size(), size_t{kDpiPrefixBytes + kDpiHeadBytes});
+    for (size_t i = kDpiPrefixBytes; i < head_end; ++i) lp.head[i - kDpiPrefixBytes] = as_compared(i);
     std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
     for (size_t i = head_end; i < p.bytes.size(); ++i) set.blob[tail + (i - head_end)] = as_compared(i);
     tail += tail_bytes(p);
