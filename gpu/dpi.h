@@ -52,21 +52,14 @@ struct DpiCandidates {
   uint32_t first, count;
 };
 
-// A pattern longer than kDpiPrefixBytes: its bytes after the prefix
-// (lower-cased for nocase), compared in place.  The first kDpiHeadBytes of
-// them sit in the record itself, in the 32 bytes a candidate's check loads
-// anyway, and the rest at tail_offset: most candidates fail on those first
-// bytes without a further dependent load.  (Comparing 16 bytes a load was
-// measured: its registers made the DPI kernels spill, 99 -> 64 % of H2D.)
-constexpr uint32_t kDpiHeadBytes = 16;
-struct alignas(16) DpiLongPattern {
+// A pattern longer than kDpiPrefixBytes: its bytes after the prefix, at
+// tail_offset in the blob (lower-cased for nocase), to compare in place.
+struct DpiLongPattern {
   int32_t id;
   uint32_t length;      // whole pattern
-  uint32_t tail_offset; // bytes [kDpiPrefixBytes + kDpiHeadBytes, length) of the pattern
+  uint32_t tail_offset; // bytes [kDpiPrefixBytes, length) of the pattern
   uint32_t nocase;
-  uint8_t head[kDpiHeadBytes]; // bytes [kDpiPrefixBytes, ...), zero-padded
 };
-static_assert(sizeof(DpiLongPattern) == 32, "a candidate is two 16-byte words");
 
 constexpr uint32_t kDpiMaxStates16 = 1u << 15; // below this, 16-bit transitions
 
@@ -89,12 +82,12 @@ GPP_HOST_DEVICE inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern
                                   const uint8_t *payload, uint32_t len, uint32_t end) {
   const uint32_t start = end + 1 - kDpiPrefixBytes;
   if (lp.length > len - start) return false;
-  const uint8_t *at = payload + start + kDpiPrefixBytes;
   const uint8_t *tail = blob + lp.tail_offset;
+  const uint8_t *at = payload + start + kDpiPrefixBytes;
   for (uint32_t i = 0; i < lp.length - kDpiPrefixBytes; ++i) {
     uint8_t c = at[i];
     if (lp.nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
-    if (c != (i < kDpiHeadBytes ? lp.head[i] : tail[i - kDpiHeadBytes])) return false;
+    if (c != tail[i]) return false;
   }
   return true;
 }

@@ -410,13 +410,8 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   offset = align16(offset + long_ids.size() * sizeof(DpiLongPattern));
   h.long_ids_offset = static_cast<uint32_t>(offset);
   offset = align16(offset + (am[0].candidates.size() + am[1].candidates.size()) * sizeof(uint32_t));
-  // Tails: each pattern's bytes after its prefix and its record's head.
-  auto tail_bytes = [](const DpiPattern &p) {
-    const size_t rest = p.bytes.size() - kDpiPrefixBytes;
-    return rest > kDpiHeadBytes ? rest - kDpiHeadBytes : size_t{0};
-  };
   const size_t tails_offset = offset;
-  for (uint32_t id : long_ids) offset += tail_bytes(set.patterns[id]);
+  for (uint32_t id : long_ids) offset += set.patterns[id].bytes.size() - kDpiPrefixBytes;
   offset = align16(offset);
   for (int a = 0; a < kDpiAutomata; ++a) {
     const size_t states = am[a].next.size();
@@ -444,21 +439,14 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   size_t tail = tails_offset;
   for (size_t k = 0; k < long_ids.size(); ++k) {
     const DpiPattern &p = set.patterns[long_ids[k]];
-    DpiLongPattern lp{};
-    lp.id = static_cast<int32_t>(long_ids[k]);
-    lp.length = static_cast<uint32_t>(p.bytes.size());
-    lp.tail_offset = static_cast<uint32_t>(tail);
-    lp.nocase = p.nocase ? 1u : 0u;
-    auto as_compared = [&p](size_t i) {
+    const DpiLongPattern lp{static_cast<int32_t>(long_ids[k]), static_cast<uint32_t>(p.bytes.size()),
+                            static_cast<uint32_t>(tail), p.nocase ? 1u : 0u};
+    std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
+    for (size_t i = kDpiPrefixBytes; i < p.bytes.size(); ++i) {
       unsigned char c = static_cast<unsigned char>(p.bytes[i]);
       if (p.nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A'));
-      return c;
-    };
-    const size_t head_end = std::min(p.bytes.size(), size_t{kDpiPrefixBytes + kDpiHeadBytes});
-    for (size_t i = kDpiPrefixBytes; i < head_end; ++i) lp.head[i - kDpiPrefixBytes] = as_compared(i);
-    std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
-    for (size_t i = head_end; i < p.bytes.size(); ++i) set.blob[tail + (i - head_end)] = as_compared(i);
-    tail += tail_bytes(p);
+      set.blob[tail++] = c;
+    }
   }
   // Each automaton's candidate lists, one run of long_ids per state.
   uint32_t next_long_id = 0;

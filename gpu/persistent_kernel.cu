@@ -173,7 +173,7 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
 }
 
 // Built for one resident block per SM (the element's default grid), so the
-// compiler may use every register a thread can have: 202 and no spills,
+// compiler may use every register a thread can have: 200 and no spills,
 // where it had chosen 128 and spilled 608 bytes (1 x pcap-1500B with ET Open
 // 2024: p99 24-27 -> 22 us on the H200, 2026-12-03).
 __global__ void __launch_bounds__(kPersistentThreads, 1)
