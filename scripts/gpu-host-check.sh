@@ -17,7 +17,9 @@
 # soak (not in the default): gpupacket-soak in mode=persistent with the ACL
 # and DPI stages on, SOAK_MINUTES (3) long, its report in $OUT/soak.md.
 # On the lent host one command may run 10 minutes: run suite-parity,
-# suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03).
+# suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03; peers
+# 137 s, and the full realistic grid after them did not finish within 330 s:
+# give `peers bench-realistic` a call of its own).
 # Logs go to $OUT/logs/NAME.log, the benchmark reports to $OUT/stress and
 # $OUT/realistic, the peers' figures to $OUT/peers.csv.
 set -uo pipefail
