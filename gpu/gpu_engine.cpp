@@ -670,7 +670,14 @@ int gpu_device_count() {
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
   if (settings.device_ids.size() > 1)
-    return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error);
+    return make_sharded_engine(
+        mode, settings, make_gpu_engine, make_host_arena, error,
+        [](int device, unsigned *blocks, std::string *why) {
+          cudaError_t e = cudaSetDevice(device); // the occupancy query is the current device's
+          if (e == cudaSuccess) e = persistent_max_blocks(device, blocks);
+          if (e != cudaSuccess) *why = std::string("resident blocks: ") + cudaGetErrorString(e);
+          return e == cudaSuccess;
+        });
   std::string why = gpu_unavailable_reason(settings.device_id);
   if (!why.empty()) {
     *error = why;

@@ -55,6 +55,10 @@
 namespace gpp {
 namespace {
 
+// Resident blocks of the persistent kernel a simulated device holds at once:
+// an H200's 132 SMs, one block each.
+constexpr unsigned kSimulatedResidentBlocks = 132;
+
 struct Fault {
   enum Kind { None, Arena, Engine, Throw, Submit, SubmitThrow, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
@@ -324,7 +328,11 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
   if (settings.device_ids.size() > 1)
-    return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error);
+    return make_sharded_engine(mode, settings, make_gpu_engine, make_host_arena, error,
+                               [](int, unsigned *blocks, std::string *) {
+                                 *blocks = kSimulatedResidentBlocks;
+                                 return true;
+                               });
   if (!(*error = gpu_unavailable_reason(settings.device_id)).empty()) return nullptr;
   Fault fault = fault_from_env();
   if (fault.device >= 0 && fault.device != settings.device_id) fault = Fault{};

@@ -402,7 +402,8 @@ private:
 
 std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &settings,
                                             const EngineFactory &make_one,
-                                            const ArenaFactory &make_arena, std::string *error) {
+                                            const ArenaFactory &make_arena, std::string *error,
+                                            const PersistentCapacity &capacity) {
   if (mode == Mode::Cpu) {
     *error = "mode cpu runs on the host: device-ids applies to the GPU modes";
     return nullptr;
@@ -421,6 +422,28 @@ std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &set
              "(each resident kernel otherwise takes every SM of the device, and the second "
              "would never start)";
     return nullptr;
+  }
+  if (mode == Mode::Persistent && capacity) {
+    for (auto run = sorted.begin(); run != sorted.end();) {
+      const auto end = std::upper_bound(run, sorted.end(), *run);
+      const unsigned named = static_cast<unsigned>(end - run);
+      unsigned most = 0;
+      std::string why;
+      if (named > 1 && !capacity(*run, &most, &why)) {
+        *error = "device " + std::to_string(*run) + ": " + why;
+        return nullptr;
+      }
+      if (named > 1 && uint64_t{named} * settings.persistent_blocks > most) {
+        *error = "device " + std::to_string(*run) + " is named " + std::to_string(named) +
+                 " times in device-ids with persistent-blocks=" +
+                 std::to_string(settings.persistent_blocks) + ": " +
+                 std::to_string(uint64_t{named} * settings.persistent_blocks) +
+                 " resident blocks, more than the " + std::to_string(most) +
+                 " it holds at once (the last kernels would never start)";
+        return nullptr;
+      }
+      run = end;
+    }
   }
   auto engine = std::make_unique<ShardedEngine>(mode);
   for (int device : settings.device_ids) {

@@ -31,6 +31,9 @@ using EngineFactory =
     std::function<std::unique_ptr<Engine>(Mode, const EngineSettings &, std::string *)>;
 using ArenaFactory = std::function<std::unique_ptr<HostArena>(int, size_t, HostMemoryKind,
                                                               std::string *)>;
+// The most blocks of the persistent kernel a device holds at once: false
+// with a message when that cannot be known.
+using PersistentCapacity = std::function<bool(int device_id, unsigned *blocks, std::string *)>;
 
 // At most this many shards (device ids, repeats included).
 constexpr unsigned kMaxShards = 64;
@@ -42,10 +45,14 @@ uint32_t shard_of(const GppResult &r, unsigned shards);
 // An engine over settings.device_ids, its shards made by `make_one` (with
 // device_id set and device_ids empty) and their buffers by `make_arena`;
 // nullptr with a message on failure.  The GPU backends' make_gpu_engine
-// calls it for two or more device ids.
+// calls it for two or more device ids.  In `persistent` mode, a device named
+// k times must hold k * persistent_blocks resident blocks at once
+// (`capacity`; not checked when empty), or the last kernels would never
+// start: refused at once rather than at the first batch's answer timeout.
 std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &settings,
                                             const EngineFactory &make_one,
-                                            const ArenaFactory &make_arena, std::string *error);
+                                            const ArenaFactory &make_arena, std::string *error,
+                                            const PersistentCapacity &capacity = {});
 
 // Per device of a sharded engine: packets sent to it (for stats and tests).
 struct ShardFigures {

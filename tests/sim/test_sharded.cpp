@@ -217,6 +217,15 @@ int main(int argc, char **argv) {
         if (gpp::make_engine(m.mode, s, &error) ||
             error.find("persistent-blocks") == std::string::npos)
           fail("persistent device-ids=0,0 without persistent-blocks: not refused (" + error + ")");
+        // Nor more blocks in all than the device holds (the simulated one:
+        // 132), refused at once with the numbers.
+        s.persistent_blocks = 67;
+        if (gpp::make_engine(m.mode, s, &error) ||
+            error.find("134 resident blocks, more than the 132") == std::string::npos)
+          fail("persistent device-ids=0,0 persistent-blocks=67: not refused (" + error + ")");
+        s.persistent_blocks = 66;
+        if (!gpp::make_engine(m.mode, s, &error))
+          fail("persistent device-ids=0,0 persistent-blocks=66: refused (" + error + ")");
         s.persistent_blocks = 8;
       }
       auto engine = gpp::make_engine(m.mode, s, &error);
