@@ -1322,7 +1322,7 @@ void targets(Run &run, const Grid *grid) {
   };
   auto versus = [&](const std::string &name, const std::string &id, const std::string &profile,
                     const std::string &workload, const PeerFigure *fig, const char *peer_name,
-                    double want) {
+                    double want, const std::vector<uint32_t> &sizes) {
     std::string at;
     const double best = best_gpu(profile, workload, &at);
     const std::string target = ">= " + fmt(want, 2) + "x";
@@ -1335,11 +1335,9 @@ void targets(Run &run, const Grid *grid) {
              r >= want ? "headroom " + fmt(r / want, 2) + "x" : fmt(want / r, 2) + "x short"};
     if (fig->differences) t.gap += "; the peer's answers differed on " + std::to_string(fig->differences) + " packets";
     // The GPU's best rates come at the largest batches, which a quick run leaves out.
-    if (r < want && run.opt.quick && grid && !grid->options().sizes.empty())
+    if (r < want && run.opt.quick && !sizes.empty())
       t.gap += "; quick run: batches of at most " +
-               std::to_string(*std::max_element(grid->options().sizes.begin(),
-                                                 grid->options().sizes.end())) +
-               " packets";
+               std::to_string(*std::max_element(sizes.begin(), sizes.end())) + " packets";
     add(t, id, at, profile, workload, 0, r, "x", ">=" + fmt(want, 2));
   };
   // Realistic: the CPU pipeline (our parse + RSS, rte_acl, Hyperscan per
@@ -1351,18 +1349,19 @@ void targets(Run &run, const Grid *grid) {
         const bool small = c.profile->traffic == gpp::TrafficProfile::Small;
         versus(workload + ", " + profile + ": best GPU vs the CPU pipeline on all cores",
                "realistic-vs-pipeline", profile, workload, peer(profile, workload, "pipeline"),
-               "CPU pipeline", small ? 2 : 4);
+               "CPU pipeline", small ? 2 : 4, grid->sizes(c));
       } else if (c.workload->realistic && c.workload->acl && !c.workload->dpi) {
         versus(workload + ", " + profile + ": best GPU vs rte_acl alone on all cores",
                "realistic-acl-vs-rte_acl", profile, workload, peer(profile, workload, "rte_acl"),
-               "rte_acl", 1);
+               "rte_acl", 1, grid->sizes(c));
       }
     }
   // Stress: the original full workload against rte_acl + Hyperscan, and cpu-1.
   for (const Profile &p : profiles()) {
     if (p.realistic || (grid && !grid->has(p.name, "full"))) continue;
     versus(std::string("stress full workload, ") + p.name + ": best GPU vs the CPU pipeline on all cores",
-           "full-vs-peers", p.name, "full", peer(p.name, "full", "pipeline"), "CPU pipeline", 2);
+           "full-vs-peers", p.name, "full", peer(p.name, "full", "pipeline"), "CPU pipeline", 2,
+           grid ? grid->options().sizes : std::vector<uint32_t>{});
     std::string at, cpu1_at;
     const double best = best_gpu(p.name, "full", &at);
     double best_cpu1 = 0;
