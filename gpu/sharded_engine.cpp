@@ -412,37 +412,38 @@ std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &set
     *error = "at most " + std::to_string(kMaxShards) + " device ids";
     return nullptr;
   }
-  // A resident kernel takes every SM of its device unless told fewer: a
-  // second one on the same device would never start.
+  // Resident kernels on one device must all fit on it at once, or the last
+  // would never start: each takes every SM unless told fewer, and a device
+  // named k times holds k * persistent_blocks.
   std::vector<int> sorted = settings.device_ids;
   std::sort(sorted.begin(), sorted.end());
-  if (mode == Mode::Persistent && settings.persistent_blocks == 0 &&
-      std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    *error = "mode=persistent with a device named twice in device-ids needs persistent-blocks "
-             "(each resident kernel otherwise takes every SM of the device, and the second "
-             "would never start)";
-    return nullptr;
-  }
-  if (mode == Mode::Persistent && capacity) {
-    for (auto run = sorted.begin(); run != sorted.end();) {
-      const auto end = std::upper_bound(run, sorted.end(), *run);
-      const unsigned named = static_cast<unsigned>(end - run);
-      unsigned most = 0;
-      std::string why;
-      if (named > 1 && !capacity(*run, &most, &why)) {
-        *error = "device " + std::to_string(*run) + ": " + why;
-        return nullptr;
-      }
-      if (named > 1 && uint64_t{named} * settings.persistent_blocks > most) {
-        *error = "device " + std::to_string(*run) + " is named " + std::to_string(named) +
-                 " times in device-ids with persistent-blocks=" +
-                 std::to_string(settings.persistent_blocks) + ": " +
-                 std::to_string(uint64_t{named} * settings.persistent_blocks) +
-                 " resident blocks, more than the " + std::to_string(most) +
-                 " it holds at once (the last kernels would never start)";
-        return nullptr;
-      }
-      run = end;
+  for (auto run = sorted.begin(); mode == Mode::Persistent && run != sorted.end();) {
+    const auto end = std::upper_bound(run, sorted.end(), *run);
+    const uint64_t named = static_cast<uint64_t>(end - run);
+    const int device = *run;
+    run = end;
+    if (named == 1) continue;
+    if (settings.persistent_blocks == 0) {
+      *error = "mode=persistent with a device named twice in device-ids needs persistent-blocks "
+               "(each resident kernel otherwise takes every SM of the device, and the second "
+               "would never start)";
+      return nullptr;
+    }
+    if (!capacity) continue;
+    unsigned most = 0;
+    std::string why;
+    if (!capacity(device, &most, &why)) {
+      *error = "device " + std::to_string(device) + ": " + why;
+      return nullptr;
+    }
+    if (named * settings.persistent_blocks > most) {
+      *error = "device " + std::to_string(device) + " is named " + std::to_string(named) +
+               " times in device-ids with persistent-blocks=" +
+               std::to_string(settings.persistent_blocks) + ": " +
+               std::to_string(named * settings.persistent_blocks) +
+               " resident blocks, more than the " + std::to_string(most) +
+               " it holds at once (the last kernels would never start)";
+      return nullptr;
     }
   }
   auto engine = std::make_unique<ShardedEngine>(mode);
