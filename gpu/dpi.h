@@ -11,14 +11,19 @@
 // output, so the common byte costs one table load; transitions are 16 bits
 // wide when the automaton has under 32768 states (half the cache footprint).
 //
-// The automata hold at most the first kDpiPrefixBytes bytes of a pattern: a
-// longer pattern is a candidate of the state its prefix ends in, and is
-// verified byte by byte against the payload there.  That bounds how far a
-// match reaches back from where the automaton reports it, so a payload can be
-// cut into chunks walked independently (GPU threads share one payload,
-// dpi_block.cuh): a chunk's walk starts kDpiPrefixBytes - 1 bytes early and
-// counts only the matches that end (as the automaton sees them) inside it.
-// It also caps the automata's depth (fewer states than whole long patterns).
+// The automata hold at most the first kDpiPrefixBytes bytes of a pattern.
+// The rest of the longer patterns whose prefix ends in a state form that
+// state's tail trie: a path-compressed trie of those tails, walked forward
+// from where the automaton reports the state, as far as the payload agrees.
+// Its cost is the bytes the payload shares with the tails, not the number of
+// patterns behind one prefix (ET Open 2024 has 156 behind one; checking them
+// one by one made a 1500-byte payload of planted patterns wait ~70 us).
+// The prefix bound caps how far a match reaches back from where the
+// automaton reports it, so a payload can be cut into chunks walked
+// independently (GPU threads share one payload, dpi_block.cuh): a chunk's
+// walk starts kDpiPrefixBytes - 1 bytes early and counts only the matches
+// that end (as the automaton sees them) inside it.  It also caps the
+// automata's depth (fewer states than whole long patterns).
 // The set is one flat blob of offsets, copied to the device once.
 #pragma once
 
@@ -32,7 +37,7 @@ namespace gpp {
 
 constexpr uint32_t kDpiBlobMagic = 0x49504450; // "PDPI"
 constexpr int kDpiAutomata = 2;                // 0: case-sensitive, 1: nocase
-// Longest prefix of a pattern the automata hold; longer patterns are verified.
+// Longest prefix of a pattern the automata hold; the rest is in tail tries.
 constexpr uint32_t kDpiPrefixBytes = 16;
 
 struct DpiAutomaton {
@@ -41,24 +46,27 @@ struct DpiAutomaton {
   uint32_t next_offset;      // uint16_t or uint32_t[states * classes]: next state | output flag
   uint32_t out_count_offset; // uint32_t[states]: patterns of at most kDpiPrefixBytes ending here
   uint32_t out_min_offset;   // int32_t[states]: smallest of them, -1 if none
-  uint32_t candidates_offset; // DpiCandidates[states]: longer patterns whose prefix ends here
+  uint32_t tails_offset;     // DpiTailRange[states]: the state's tail trie (its root's children)
   uint32_t entry_bytes;      // 2 or 4: width of a transition
-  uint32_t reserved;
+  uint32_t nocase;           // 1: payload letters fold to lower case (the tails are stored so)
   uint8_t byte_class[256];   // payload byte -> class
 };
 
-// A state's longer patterns: long_ids[first .. first + count) (DpiBlobHeader).
-struct DpiCandidates {
+// Nodes [first, first + count) of the blob's tail nodes: children of one
+// node (or of a state, the root of its tail trie), sorted by their first byte.
+struct DpiTailRange {
   uint32_t first, count;
 };
 
-// A pattern longer than kDpiPrefixBytes: its bytes after the prefix, at
-// tail_offset in the blob (lower-cased for nocase), to compare in place.
-struct DpiLongPattern {
-  int32_t id;
-  uint32_t length;      // whole pattern
-  uint32_t tail_offset; // bytes [kDpiPrefixBytes, length) of the pattern
-  uint32_t nocase;
+// A tail-trie node: `label_length` bytes (at label_offset in the blob,
+// lower-cased in the nocase automaton) past its parent; `out_count` patterns
+// end with them, the smallest of those ids is out_min (-1: none).
+struct DpiTailNode {
+  uint32_t label_offset;
+  uint32_t label_length; // >= 1
+  DpiTailRange children;
+  uint32_t out_count;
+  int32_t out_min;
 };
 
 constexpr uint32_t kDpiMaxStates16 = 1u << 15; // below this, 16-bit transitions
@@ -70,32 +78,50 @@ struct DpiBlobHeader {
   uint32_t max_pattern_length; // bytes of the longest pattern
   uint64_t generation; // unique per built set: engines upload each once
   uint32_t depth;      // longest prefix in the automata: min(max_pattern_length, kDpiPrefixBytes)
-  uint32_t long_count;
-  uint32_t long_offset;    // DpiLongPattern[long_count]
-  uint32_t long_ids_offset; // uint32_t[]: indices into the long patterns, per state
+  uint32_t long_count;       // patterns longer than kDpiPrefixBytes
+  uint32_t tail_node_count;
+  uint32_t tail_nodes_offset; // DpiTailNode[tail_node_count]
+  uint32_t tail_keys_offset;  // uint8_t[tail_node_count]: each node's first label byte
   DpiAutomaton automata[kDpiAutomata];
 };
-
-// Whether the longer pattern `lp`, whose prefix the automaton saw end at
-// payload[end], occurs there whole.
-GPP_HOST_DEVICE inline bool dpi_verify(const uint8_t *blob, const DpiLongPattern &lp,
-                                  const uint8_t *payload, uint32_t len, uint32_t end) {
-  const uint32_t start = end + 1 - kDpiPrefixBytes;
-  if (lp.length > len - start) return false;
-  const uint8_t *tail = blob + lp.tail_offset;
-  const uint8_t *at = payload + start + kDpiPrefixBytes;
-  for (uint32_t i = 0; i < lp.length - kDpiPrefixBytes; ++i) {
-    uint8_t c = at[i];
-    if (lp.nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
-    if (c != tail[i]) return false;
-  }
-  return true;
-}
 
 // Adds a count of matches to a saturating hit counter.
 GPP_HOST_DEVICE inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
   const uint32_t room = 0xffffffffu - hits;
   hits += n < room ? n : room;
+}
+
+// Walks the tail tries from nodes `r` (a state's root children) over
+// payload[at, len): counts every node whose whole path the payload holds.
+GPP_HOST_DEVICE inline void dpi_walk_tails(const uint8_t *blob, const DpiTailNode *nodes,
+                                           const uint8_t *keys, bool nocase, DpiTailRange r,
+                                           const uint8_t *payload, uint32_t len, uint32_t at,
+                                           uint32_t &hits, int32_t &best) {
+  while (r.count && at < len) {
+    uint8_t c = payload[at];
+    if (nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
+    uint32_t lo = r.first, hi = r.first + r.count; // the child whose key is c, if any
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (keys[mid] <= c) lo = mid;
+      else hi = mid;
+    }
+    if (keys[lo] != c) return;
+    const DpiTailNode node = nodes[lo];
+    if (node.label_length > len - at) return;
+    const uint8_t *label = blob + node.label_offset;
+    for (uint32_t i = 1; i < node.label_length; ++i) {
+      uint8_t b = payload[at + i];
+      if (nocase && b >= 'A' && b <= 'Z') b = static_cast<uint8_t>(b + ('a' - 'A'));
+      if (b != label[i]) return;
+    }
+    at += node.label_length;
+    if (node.out_count) {
+      dpi_add_hits(hits, node.out_count);
+      if (best < 0 || node.out_min < best) best = node.out_min;
+    }
+    r = node.children;
+  }
 }
 
 // One automaton's walk over a payload.
@@ -105,23 +131,23 @@ template <typename Entry> struct DpiWalker {
   const Entry *next;
   const uint32_t *count;
   const int32_t *min_id;
-  const DpiCandidates *candidates;
-  const uint32_t *long_ids;
-  const DpiLongPattern *longs;
+  const DpiTailRange *tails;
+  const DpiTailNode *tail_nodes;
+  const uint8_t *tail_keys;
   const uint8_t *byte_class;
   uint32_t classes;
+  bool nocase;
   uint32_t s = 0;
 
   GPP_HOST_DEVICE DpiWalker(const uint8_t *b, const DpiAutomaton &am)
       : blob(b), next(reinterpret_cast<const Entry *>(b + am.next_offset)),
         count(reinterpret_cast<const uint32_t *>(b + am.out_count_offset)),
         min_id(reinterpret_cast<const int32_t *>(b + am.out_min_offset)),
-        candidates(reinterpret_cast<const DpiCandidates *>(b + am.candidates_offset)),
-        long_ids(reinterpret_cast<const uint32_t *>(
-            b + reinterpret_cast<const DpiBlobHeader *>(b)->long_ids_offset)),
-        longs(reinterpret_cast<const DpiLongPattern *>(
-            b + reinterpret_cast<const DpiBlobHeader *>(b)->long_offset)),
-        byte_class(am.byte_class), classes(am.classes) {}
+        tails(reinterpret_cast<const DpiTailRange *>(b + am.tails_offset)),
+        tail_nodes(reinterpret_cast<const DpiTailNode *>(
+            b + reinterpret_cast<const DpiBlobHeader *>(b)->tail_nodes_offset)),
+        tail_keys(b + reinterpret_cast<const DpiBlobHeader *>(b)->tail_keys_offset),
+        byte_class(am.byte_class), classes(am.classes), nocase(am.nocase != 0) {}
 
   // The output of a state reached at payload[pos] is read one step later
   // (report() at the next step, or finish()): its loads then overlap that
@@ -138,14 +164,8 @@ template <typename Entry> struct DpiWalker {
       dpi_add_hits(hits, n);
       if (best < 0 || min_id[state] < best) best = min_id[state];
     }
-    const DpiCandidates c = candidates[state];
-    for (uint32_t k = 0; k < c.count; ++k) {
-      const DpiLongPattern &lp = longs[long_ids[c.first + k]];
-      if (dpi_verify(blob, lp, payload, len, pos)) {
-        dpi_add_hits(hits, 1);
-        if (best < 0 || lp.id < best) best = lp.id;
-      }
-    }
+    const DpiTailRange r = tails[state];
+    if (r.count) dpi_walk_tails(blob, tail_nodes, tail_keys, nocase, r, payload, len, pos + 1, hits, best);
   }
 
   // Advances over payload[pos]; matches the automaton reports there are

@@ -244,20 +244,19 @@ void select_patterns(const std::vector<RuleContent> &contents, DpiSelect select,
 
 // One automaton over the patterns of one kind (dpi.h): their first
 // kDpiPrefixBytes bytes; patterns longer than that are candidates of the
-// state their prefix ends in (indices into the blob's long patterns).
+// state their prefix ends in, whose tail trie holds the rest of them.
 struct Automaton {
   std::vector<std::array<uint32_t, 256>> next;
   std::vector<uint32_t> count;
   std::vector<int32_t> min_id;
-  std::vector<std::pair<uint32_t, uint32_t>> candidates; // (state, long pattern), by state
+  std::vector<std::pair<uint32_t, uint32_t>> candidates; // (state, pattern id), by state
   // next, count and min_id are in build order; the blob numbers states
   // breadth-first: its state i is build state order[i], build state s is renumber[s].
   std::vector<uint32_t> order, renumber;
 };
 
-// `long_index[id]`: the pattern's place among the long patterns (if long).
-bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
-                     const std::vector<uint32_t> &long_index, Automaton *am, std::string *why) {
+bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Automaton *am,
+                     std::string *why) {
   constexpr uint32_t kNone = 0xffffffffu;
   // Room for every state the prefixes can need, reserved at once: growing a
   // vector of 1 KiB rows copied them again and again (a fifth of the load
@@ -296,7 +295,7 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase,
       s = go[s][c];
     }
     if (bytes.size() > kDpiPrefixBytes) {
-      am->candidates.emplace_back(s, long_index[id]);
+      am->candidates.emplace_back(s, static_cast<uint32_t>(id));
       continue;
     }
     count[s]++;
@@ -374,59 +373,132 @@ uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint
 // (smaller ones, as the fuzzers load by the thousand, on this thread).
 constexpr uint32_t kParallelFillStates = 4096;
 
-bool build_blob(DpiPatternSet &set, std::string *why) {
-  // The patterns longer than the automata's prefixes, in id order.
-  std::vector<uint32_t> long_index(set.patterns.size(), 0);
-  std::vector<uint32_t> long_ids; // long pattern -> pattern id
-  for (size_t id = 0; id < set.patterns.size(); ++id)
-    if (set.patterns[id].bytes.size() > kDpiPrefixBytes) {
-      long_index[id] = static_cast<uint32_t>(long_ids.size());
-      long_ids.push_back(static_cast<uint32_t>(id));
+// The tail tries of an automaton's states (dpi.h), all in one node array:
+// each node's children lie together, sorted by their first byte.
+struct TailTries {
+  std::vector<DpiTailNode> nodes; // label_offset: into `labels` until placed in the blob
+  std::vector<uint8_t> keys;      // each node's first label byte
+  std::string labels;
+};
+
+// Builds the tail trie of every state of `am` with candidates into `tries`
+// and sets (*roots)[state] to its root's children.  Path-compressed: a node
+// ends where its tails branch or one of them ends, so the walk's cost is
+// the bytes a payload shares with the tails.
+void build_tail_tries(const std::vector<DpiPattern> &patterns, const Automaton &am, bool nocase,
+                      TailTries *tries, std::vector<DpiTailRange> *roots) {
+  struct Tail {
+    std::string bytes; // after the prefix, lower-cased for nocase (as compared)
+    int32_t id;
+  };
+  struct Pending { // a node whose children are tails[lo, hi), which share `depth` bytes
+    uint32_t node;
+    size_t lo, hi, depth;
+  };
+  std::vector<Tail> tails;
+  std::deque<Pending> pending;
+  // Appends the children of tails[lo, hi) beyond their common `depth` bytes
+  // (each longer than that) and queues theirs.
+  auto add_children = [&](size_t lo, size_t hi, size_t depth) {
+    const DpiTailRange range{static_cast<uint32_t>(tries->nodes.size()), 0};
+    for (size_t g = lo; g < hi;) {
+      size_t h = g + 1;
+      while (h < hi && tails[h].bytes[depth] == tails[g].bytes[depth]) ++h;
+      // Sorted, so the group's common prefix is its first and last tails'.
+      const std::string &first = tails[g].bytes, &last = tails[h - 1].bytes;
+      size_t end = depth + 1;
+      while (end < first.size() && end < last.size() && first[end] == last[end]) ++end;
+      DpiTailNode node{};
+      node.label_offset = static_cast<uint32_t>(tries->labels.size());
+      node.label_length = static_cast<uint32_t>(end - depth);
+      node.out_min = -1;
+      size_t k = g;
+      for (; k < h && tails[k].bytes.size() == end; ++k) { // sorted by id among equals
+        if (node.out_count++ == 0) node.out_min = tails[k].id;
+      }
+      tries->labels.append(first, depth, end - depth);
+      tries->keys.push_back(static_cast<uint8_t>(first[depth]));
+      if (k < h) pending.push_back({static_cast<uint32_t>(tries->nodes.size()), k, h, end});
+      tries->nodes.push_back(node);
+      g = h;
     }
+    return DpiTailRange{range.first, static_cast<uint32_t>(tries->nodes.size()) - range.first};
+  };
+  const auto &c = am.candidates; // by state
+  for (size_t g = 0; g < c.size();) {
+    const uint32_t state = c[g].first;
+    tails.clear();
+    for (; g < c.size() && c[g].first == state; ++g) {
+      std::string bytes = patterns[c[g].second].bytes.substr(kDpiPrefixBytes);
+      if (nocase)
+        for (char &ch : bytes)
+          if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + ('a' - 'A'));
+      tails.push_back({std::move(bytes), static_cast<int32_t>(c[g].second)});
+    }
+    std::sort(tails.begin(), tails.end(), [](const Tail &x, const Tail &y) {
+      return x.bytes != y.bytes ? x.bytes < y.bytes : x.id < y.id;
+    });
+    (*roots)[state] = add_children(0, tails.size(), 0);
+    for (; !pending.empty(); pending.pop_front()) {
+      const Pending p = pending.front();
+      tries->nodes[p.node].children = add_children(p.lo, p.hi, p.depth);
+    }
+  }
+}
+
+bool build_blob(DpiPatternSet &set, std::string *why) {
   // The two automata are independent: the nocase one is built on a second
   // thread (a large rule set loads in about half the time).
   Automaton am[kDpiAutomata];
   std::string nocase_why;
   bool nocase_ok = false;
-  std::thread nocase([&] { nocase_ok = build_automaton(set.patterns, true, long_index, &am[1], &nocase_why); });
-  const bool case_ok = build_automaton(set.patterns, false, long_index, &am[0], why);
+  std::thread nocase([&] { nocase_ok = build_automaton(set.patterns, true, &am[1], &nocase_why); });
+  const bool case_ok = build_automaton(set.patterns, false, &am[0], why);
   nocase.join();
   if (!case_ok) return false;
   if (!nocase_ok) {
     *why = nocase_why;
     return false;
   }
+  TailTries tries;
+  std::vector<DpiTailRange> roots[kDpiAutomata];
+  for (int a = 0; a < kDpiAutomata; ++a) {
+    roots[a].assign(am[a].next.size(), DpiTailRange{0, 0});
+    build_tail_tries(set.patterns, am[a], a == 1, &tries, &roots[a]);
+  }
   DpiBlobHeader h{};
   h.magic = kDpiBlobMagic;
   h.pattern_count = static_cast<uint32_t>(set.patterns.size());
-  for (const DpiPattern &p : set.patterns)
+  for (const DpiPattern &p : set.patterns) {
     h.max_pattern_length = std::max<uint32_t>(h.max_pattern_length,
                                               static_cast<uint32_t>(p.bytes.size()));
+    if (p.bytes.size() > kDpiPrefixBytes) h.long_count++;
+  }
   h.depth = std::min(h.max_pattern_length, kDpiPrefixBytes);
   h.generation = next_generation++;
   size_t offset = align16(sizeof h);
-  h.long_count = static_cast<uint32_t>(long_ids.size());
-  h.long_offset = static_cast<uint32_t>(offset);
-  offset = align16(offset + long_ids.size() * sizeof(DpiLongPattern));
-  h.long_ids_offset = static_cast<uint32_t>(offset);
-  offset = align16(offset + (am[0].candidates.size() + am[1].candidates.size()) * sizeof(uint32_t));
-  const size_t tails_offset = offset;
-  for (uint32_t id : long_ids) offset += set.patterns[id].bytes.size() - kDpiPrefixBytes;
-  offset = align16(offset);
+  h.tail_node_count = static_cast<uint32_t>(tries.nodes.size());
+  h.tail_nodes_offset = static_cast<uint32_t>(offset);
+  offset = align16(offset + tries.nodes.size() * sizeof(DpiTailNode));
+  h.tail_keys_offset = static_cast<uint32_t>(offset);
+  offset = align16(offset + tries.keys.size());
+  const size_t labels_offset = offset;
+  offset = align16(offset + tries.labels.size());
   for (int a = 0; a < kDpiAutomata; ++a) {
     const size_t states = am[a].next.size();
     DpiAutomaton &d = h.automata[a];
     d.states = static_cast<uint32_t>(states);
     d.classes = states ? byte_classes(set.patterns, a == 1, d.byte_class) : 0;
     d.entry_bytes = states < kDpiMaxStates16 ? 2 : 4;
+    d.nocase = a == 1;
     d.next_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * d.classes * d.entry_bytes);
     d.out_count_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(uint32_t));
     d.out_min_offset = static_cast<uint32_t>(offset);
     offset = align16(offset + states * sizeof(int32_t));
-    d.candidates_offset = static_cast<uint32_t>(offset);
-    offset = align16(offset + states * sizeof(DpiCandidates));
+    d.tails_offset = static_cast<uint32_t>(offset);
+    offset = align16(offset + states * sizeof(DpiTailRange));
   }
   if (offset > 0xffffffffu) {
     *why = "the automata exceed 4 GiB";
@@ -435,30 +507,17 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
   h.total_size = static_cast<uint32_t>(offset);
   set.blob.assign(offset, 0);
   std::memcpy(set.blob.data(), &h, sizeof h);
-  // The long patterns and their tails (lower-cased for nocase, as compared).
-  size_t tail = tails_offset;
-  for (size_t k = 0; k < long_ids.size(); ++k) {
-    const DpiPattern &p = set.patterns[long_ids[k]];
-    const DpiLongPattern lp{static_cast<int32_t>(long_ids[k]), static_cast<uint32_t>(p.bytes.size()),
-                            static_cast<uint32_t>(tail), p.nocase ? 1u : 0u};
-    std::memcpy(set.blob.data() + h.long_offset + k * sizeof lp, &lp, sizeof lp);
-    for (size_t i = kDpiPrefixBytes; i < p.bytes.size(); ++i) {
-      unsigned char c = static_cast<unsigned char>(p.bytes[i]);
-      if (p.nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A'));
-      set.blob[tail++] = c;
-    }
+  for (DpiTailNode &node : tries.nodes) node.label_offset += static_cast<uint32_t>(labels_offset);
+  if (!tries.nodes.empty()) {
+    std::memcpy(set.blob.data() + h.tail_nodes_offset, tries.nodes.data(),
+                tries.nodes.size() * sizeof(DpiTailNode));
+    std::memcpy(set.blob.data() + h.tail_keys_offset, tries.keys.data(), tries.keys.size());
+    std::memcpy(set.blob.data() + labels_offset, tries.labels.data(), tries.labels.size());
   }
-  // Each automaton's candidate lists, one run of long_ids per state.
-  uint32_t next_long_id = 0;
+  // Each state's tail trie, by its blob number.
   for (int a = 0; a < kDpiAutomata; ++a) {
-    const DpiAutomaton &d = h.automata[a];
-    auto *cands = reinterpret_cast<DpiCandidates *>(set.blob.data() + d.candidates_offset);
-    auto *ids = reinterpret_cast<uint32_t *>(set.blob.data() + h.long_ids_offset);
-    for (const auto &[state, long_pattern] : am[a].candidates) {
-      if (cands[state].count == 0) cands[state].first = next_long_id;
-      cands[state].count++;
-      ids[next_long_id++] = long_pattern;
-    }
+    auto *ranges = reinterpret_cast<DpiTailRange *>(set.blob.data() + h.automata[a].tails_offset);
+    for (uint32_t s = 0; s < h.automata[a].states; ++s) ranges[s] = roots[a][s];
   }
   std::unique_ptr<WorkerPool> pool; // made for large sets only
   for (int a = 0; a < kDpiAutomata; ++a) {
@@ -468,14 +527,13 @@ bool build_blob(DpiPatternSet &set, std::string *why) {
     // The entry's top bit flags a target state with output.
     const uint32_t output_flag = d.entry_bytes == 2 ? 0x8000u : 0x80000000u;
     uint8_t *table = set.blob.data() + d.next_offset;
-    const auto *cands =
-        reinterpret_cast<const DpiCandidates *>(set.blob.data() + d.candidates_offset);
+    const auto *tails = reinterpret_cast<const DpiTailRange *>(set.blob.data() + d.tails_offset);
     // Each state's table entry as a target, by its number while built (one
     // lookup per transition below instead of three scattered ones).
     std::vector<uint32_t> entry_of(am[a].next.size());
     for (size_t old_id = 0; old_id < entry_of.size(); ++old_id) {
       const uint32_t to = am[a].renumber[old_id];
-      entry_of[old_id] = to | (am[a].count[old_id] || cands[to].count ? output_flag : 0);
+      entry_of[old_id] = to | (am[a].count[old_id] || tails[to].count ? output_flag : 0);
     }
     auto fill_rows = [&](uint32_t first, uint32_t last) {
       for (uint32_t s = first; s < last; ++s)

@@ -1,8 +1,8 @@
 // Random DPI pattern sets for the property tests: the CPU's scan against
 // the naive matcher (tests/unit/test_dpi.cpp) and the GPU's against the CPU
 // and the same matcher (tests/gpu/test_gpu_parity.cpp).  Patterns of 1 to 700
-// bytes (so many are longer than the automata's prefixes and verified in
-// place) from a small alphabet, so that they overlap, nest, share prefixes and
+// bytes (so many are longer than the automata's prefixes and end in their
+// tail tries) from a small alphabet, so that they overlap, nest, share prefixes and
 // suffixes, with runs like "aaaa"; a third as Suricata rules with nocase.
 #pragma once
 
