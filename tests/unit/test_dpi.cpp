@@ -246,6 +246,85 @@ TEST(DpiScan, LongPatternsAndChunkedScansAgreeWithNaiveMatcher) {
   }
 }
 
+// The tail tries (dpi.h) of a set: well formed, and each pattern longer
+// than the automata's prefixes ends at exactly one node, reached from the
+// state its prefix leads to by walking its tail.
+void expect_tail_tries_hold_every_long_pattern(const gpp::DpiPatternSet &set, const std::string &what) {
+  const uint8_t *blob = set.blob.data();
+  const auto *h = reinterpret_cast<const gpp::DpiBlobHeader *>(blob);
+  const auto *nodes = reinterpret_cast<const gpp::DpiTailNode *>(blob + h->tail_nodes_offset);
+  const uint8_t *keys = blob + h->tail_keys_offset;
+  uint64_t outputs = 0;
+  auto range_ok = [&](const gpp::DpiTailRange &r) {
+    return r.first <= h->tail_node_count && r.count <= h->tail_node_count - r.first;
+  };
+  for (uint32_t i = 0; i < h->tail_node_count; ++i) {
+    const gpp::DpiTailNode &n = nodes[i];
+    ASSERT_GE(n.label_length, 1u) << what << " node " << i;
+    ASSERT_LE(uint64_t{n.label_offset} + n.label_length, h->total_size) << what << " node " << i;
+    ASSERT_EQ(keys[i], blob[n.label_offset]) << what << " node " << i;
+    ASSERT_TRUE(range_ok(n.children)) << what << " node " << i;
+    ASSERT_TRUE(n.out_count > 0 || n.children.count > 0) << what << " node " << i << " leads nowhere";
+    ASSERT_EQ(n.out_count > 0, n.out_min >= 0) << what << " node " << i;
+    for (uint32_t c = 1; c < n.children.count; ++c)
+      ASSERT_LT(keys[n.children.first + c - 1], keys[n.children.first + c]) << what << " node " << i;
+    outputs += n.out_count;
+  }
+  size_t long_patterns = 0;
+  for (size_t id = 0; id < set.patterns.size(); ++id) {
+    const gpp::DpiPattern &p = set.patterns[id];
+    if (p.bytes.size() <= gpp::kDpiPrefixBytes) continue;
+    ++long_patterns;
+    std::string bytes = p.bytes;
+    if (p.nocase)
+      for (char &c : bytes)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+    const gpp::DpiAutomaton &am = h->automata[p.nocase ? 1 : 0];
+    ASSERT_EQ(am.nocase, p.nocase ? 1u : 0u);
+    uint32_t s = 0; // the prefix's walk from the root
+    for (uint32_t k = 0; k < gpp::kDpiPrefixBytes; ++k) {
+      const size_t at = size_t{s} * am.classes + am.byte_class[static_cast<uint8_t>(bytes[k])];
+      s = am.entry_bytes == 2 ? reinterpret_cast<const uint16_t *>(blob + am.next_offset)[at] & 0x7fffu
+                              : reinterpret_cast<const uint32_t *>(blob + am.next_offset)[at] & 0x7fffffffu;
+    }
+    gpp::DpiTailRange r = reinterpret_cast<const gpp::DpiTailRange *>(blob + am.tails_offset)[s];
+    size_t at = gpp::kDpiPrefixBytes;
+    const gpp::DpiTailNode *end = nullptr;
+    while (at < bytes.size()) {
+      ASSERT_TRUE(range_ok(r)) << what << " pattern " << id;
+      uint32_t child = r.first;
+      while (child < r.first + r.count && keys[child] != static_cast<uint8_t>(bytes[at])) ++child;
+      ASSERT_LT(child, r.first + r.count) << what << " pattern " << id << " lost at byte " << at;
+      end = &nodes[child];
+      ASSERT_LE(at + end->label_length, bytes.size()) << what << " pattern " << id;
+      ASSERT_EQ(0, std::memcmp(blob + end->label_offset, bytes.data() + at, end->label_length))
+          << what << " pattern " << id;
+      at += end->label_length;
+      r = end->children;
+    }
+    ASSERT_NE(end, nullptr);
+    ASSERT_GE(end->out_count, 1u) << what << " pattern " << id;
+    ASSERT_LE(end->out_min, static_cast<int32_t>(id)) << what << " pattern " << id;
+  }
+  EXPECT_EQ(outputs, long_patterns) << what;
+  EXPECT_EQ(h->long_count, long_patterns) << what;
+}
+
+TEST(DpiBlob, TailTriesHoldEveryLongPatternOnce) {
+  std::string error;
+  auto et = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
+                                   gpp::DpiSelect::FastPattern);
+  ASSERT_TRUE(et) << error;
+  ASSERT_GT(et->blob.size(), 0u);
+  expect_tail_tries_hold_every_long_pattern(*et, "ET Open 2024");
+  std::mt19937 rng(17);
+  for (int round = 0; round < 20; ++round) {
+    auto set = parse(gpptest::random_patterns(rng).text, &error);
+    ASSERT_TRUE(set) << error;
+    expect_tail_tries_hold_every_long_pattern(*set, "random set " + std::to_string(round));
+  }
+}
+
 TEST(DpiScan, EtOpenFastPatternPayloadWhereHyperscanDiffered) {
   std::string error;
   auto set = parse(kMzRules, &error);
