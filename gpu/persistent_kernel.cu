@@ -115,6 +115,12 @@ enum class Next { Process, Skip, Stop };
 // Block 0: polls the job until both its words carry this ticket.  Lanes 0
 // and 1 read them in one instruction: one 32-byte read over PCIe per round
 // (separate reads of one line, and of a separate stop flag, measured slower).
+// No acquire follows the poll: the batch it announces is read with .cv loads
+// (straight from host memory) issued only after the poll saw the job, which
+// orders them in practice.  The PTX model would want a system-scope acquire
+// here; left out, untried, because acquires empty the SM's L1 (the ACL and
+// DPI tables a one-packet job reads), as the full fence at the answer did
+// (about +2 us for one packet).
 __device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &job) {
   __shared__ int stop;
   const unsigned slot = ticket % launch.slots;
