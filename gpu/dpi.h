@@ -85,6 +85,12 @@ struct DpiBlobHeader {
   DpiAutomaton automata[kDpiAutomata];
 };
 
+// A byte as the nocase automaton sees it: ASCII letters folded to lower
+// case (its class map, pattern bytes and tails are folded the same way).
+GPP_HOST_DEVICE inline uint8_t dpi_fold(uint8_t c, bool nocase) {
+  return nocase && c >= 'A' && c <= 'Z' ? static_cast<uint8_t>(c + ('a' - 'A')) : c;
+}
+
 // Adds a count of matches to a saturating hit counter.
 GPP_HOST_DEVICE inline void dpi_add_hits(uint32_t &hits, uint32_t n) {
   const uint32_t room = 0xffffffffu - hits;
@@ -98,8 +104,7 @@ GPP_HOST_DEVICE inline void dpi_walk_tails(const uint8_t *blob, const DpiTailNod
                                            const uint8_t *payload, uint32_t len, uint32_t at,
                                            uint32_t &hits, int32_t &best) {
   while (r.count && at < len) {
-    uint8_t c = payload[at];
-    if (nocase && c >= 'A' && c <= 'Z') c = static_cast<uint8_t>(c + ('a' - 'A'));
+    const uint8_t c = dpi_fold(payload[at], nocase);
     uint32_t lo = r.first, hi = r.first + r.count; // the child whose key is c, if any
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
@@ -110,11 +115,8 @@ GPP_HOST_DEVICE inline void dpi_walk_tails(const uint8_t *blob, const DpiTailNod
     const DpiTailNode node = nodes[lo];
     if (node.label_length > len - at) return;
     const uint8_t *label = blob + node.label_offset;
-    for (uint32_t i = 1; i < node.label_length; ++i) {
-      uint8_t b = payload[at + i];
-      if (nocase && b >= 'A' && b <= 'Z') b = static_cast<uint8_t>(b + ('a' - 'A'));
-      if (b != label[i]) return;
-    }
+    for (uint32_t i = 1; i < node.label_length; ++i)
+      if (dpi_fold(payload[at + i], nocase) != label[i]) return;
     at += node.label_length;
     if (node.out_count) {
       dpi_add_hits(hits, node.out_count);

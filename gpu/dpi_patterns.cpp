@@ -276,8 +276,8 @@ bool build_automaton(const std::vector<DpiPattern> &patterns, bool nocase, Autom
     any = true;
     uint32_t s = 0;
     const std::string &bytes = patterns[id].bytes;
-    for (unsigned char c : bytes.substr(0, kDpiPrefixBytes)) {
-      if (nocase && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c + ('a' - 'A')); // as dpi_scan
+    for (unsigned char raw : bytes.substr(0, kDpiPrefixBytes)) {
+      const uint8_t c = dpi_fold(raw, nocase);
       if (go[s][c] == kNone) {
         if (go.size() == kMaxDpiStates) {
           *why = "the patterns need more than " + std::to_string(kMaxDpiStates) +
@@ -360,7 +360,7 @@ uint32_t byte_classes(const std::vector<DpiPattern> &patterns, bool nocase, uint
   std::array<bool, 256> used{};
   for (const DpiPattern &p : patterns)
     if (p.nocase == nocase)
-      for (unsigned char c : p.bytes) used[nocase && c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c] = true;
+      for (unsigned char c : p.bytes) used[dpi_fold(c, nocase)] = true;
   const size_t used_count = std::count(used.begin(), used.end(), true);
   uint32_t classes = used_count == 256 ? 0 : 1; // all bytes used: no shared class 0
   for (int c = 0; c < 256; ++c) byte_class[c] = used[c] ? static_cast<uint8_t>(classes++) : 0;
@@ -430,9 +430,7 @@ void build_tail_tries(const std::vector<DpiPattern> &patterns, const Automaton &
     tails.clear();
     for (; g < c.size() && c[g].first == state; ++g) {
       std::string bytes = patterns[c[g].second].bytes.substr(kDpiPrefixBytes);
-      if (nocase)
-        for (char &ch : bytes)
-          if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + ('a' - 'A'));
+      for (char &ch : bytes) ch = static_cast<char>(dpi_fold(static_cast<uint8_t>(ch), nocase));
       tails.push_back({std::move(bytes), static_cast<int32_t>(c[g].second)});
     }
     std::sort(tails.begin(), tails.end(), [](const Tail &x, const Tail &y) {

@@ -257,7 +257,6 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                       reinterpret_cast<uint64_t>(job.results)};
       fan->start_ns = job_start_ns;
       store_release_gpu(&fan->announce, ((ticket + 1) << 1) | 1); // the job before it
-
     }
     uint8_t *staging = launch.batch_staging + slot * launch.batch_capacity;
     const bool whole = chunks == 1 && job.head.batch_size <= kSharedStageBytes;
