@@ -24,6 +24,15 @@ constexpr unsigned kDynamicSharedBytes = kSharedStageBytes + sizeof(detail::RssT
 // 16-byte loads each thread keeps in flight while staging: a PCIe read takes
 // about a microsecond, so loads must overlap rather than queue.
 constexpr unsigned kLoadsInFlight = 8;
+// A job fanned out over blocks and at most this large is copied whole to
+// the slot's device staging by block 0 before it announces the job; the
+// other blocks read it there.  Measured on
+// the H200 (2026-12-03, per-phase GPU times of gpupacket-bench): with each
+// block reading its own packets from host memory, the last of 64 blocks had
+// its packet after 19-21 us (64 x 64 B or 64 x 1500 B); block 0 alone
+// copies 6 KB in ~2 us and 96 KB in ~8.5 us, and the others then have it
+// from L2 at once (the last had it after 4.5 and 11 us).
+constexpr uint32_t kSoloStageBytes = 128 << 10;
 constexpr uint64_t kPointerMask = (uint64_t{1} << kPersistentTagShift) - 1;
 
 __device__ __forceinline__ uint4 load_volatile_v4(const void *p) {
@@ -82,10 +91,23 @@ template <typename T> __device__ __forceinline__ T load_volatile(const T *p) {
   return *reinterpret_cast<const volatile T *>(p);
 }
 
-// Copies bytes [lo, hi) of a host batch, widened to 16-byte words, to
-// dst[0...]; the whole block calls it.
-__device__ void stage(const uint8_t *host, uint8_t *dst_bytes, uint64_t lo, uint64_t hi) {
-  const auto *src = reinterpret_cast<const uint4 *>(host);
+// Where a batch is read from: host memory the host rewrote since (never a
+// cached copy), or the slot's device staging that block 0 filled for this
+// job (written by another SM: from L2, not L1).
+enum class From { Host, Staging };
+template <From kFrom> __device__ __forceinline__ uint4 load_batch_word(const uint4 *p) {
+  return kFrom == From::Host ? __ldcv(p) : __ldcg(p);
+}
+
+// Copies bytes [lo, hi) of a batch, widened to 16-byte words, to
+// dst[0...]; the whole block calls it.  Not inlined: inlined at its call
+// sites, staging a 64 x 64-byte batch took 3.5 us instead of 2.2 (H200,
+// A/B builds, 2026-12-03).  (Twice the loads in flight copied 96 KB 2.5 us
+// sooner, but made the kernel spill.)
+template <From kFrom>
+__device__ __noinline__ void stage(const uint8_t *batch, uint8_t *dst_bytes, uint64_t lo,
+                                   uint64_t hi) {
+  const auto *src = reinterpret_cast<const uint4 *>(batch);
   auto *dst = reinterpret_cast<uint4 *>(dst_bytes);
   const uint64_t first = lo / sizeof(uint4);
   const uint64_t end = (hi + sizeof(uint4) - 1) / sizeof(uint4);
@@ -94,7 +116,7 @@ __device__ void stage(const uint8_t *host, uint8_t *dst_bytes, uint64_t lo, uint
 #pragma unroll
     for (unsigned k = 0; k < kLoadsInFlight; ++k) {
       const uint64_t w = base + k * blockDim.x;
-      if (w < end) words[k] = __ldcv(src + w); // host rewrote it since: never a cached copy
+      if (w < end) words[k] = load_batch_word<kFrom>(src + w);
     }
 #pragma unroll
     for (unsigned k = 0; k < kLoadsInFlight; ++k) {
@@ -205,7 +227,7 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
 }
 
 // Built for one resident block per SM (the element's default grid), so the
-// compiler may use every register a thread can have: 200 and no spills,
+// compiler may use every register a thread can have: 234 and no spills (nvcc 13.0),
 // where it had chosen 128 and spilled 608 bytes (1 x pcap-1500B with ET Open
 // 2024: p99 24-27 -> 22 us on the H200, 2026-12-03).
 __global__ void __launch_bounds__(kPersistentThreads, 1)
@@ -251,6 +273,12 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                                                                 : T;
     const uint32_t chunks = (count + P - 1) / P;
     const bool fanned_out = chunks > 1;
+    uint8_t *staging = launch.batch_staging + slot * launch.batch_capacity;
+    const bool staged_by_0 = fanned_out && job.head.batch_size <= kSoloStageBytes;
+    if (blockIdx.x == 0 && staged_by_0) {
+      stage<From::Host>(job.batch, staging, 0, job.head.batch_size);
+      __syncthreads(); // every thread's copy before thread 0's release below
+    }
     if (blockIdx.x == 0 && tid == 0 && fanned_out) {
       fan->head = job.head;
       fan->buffers = {reinterpret_cast<uint64_t>(job.batch),
@@ -258,9 +286,9 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       fan->start_ns = job_start_ns;
       store_release_gpu(&fan->announce, ((ticket + 1) << 1) | 1); // the job before it
     }
-    uint8_t *staging = launch.batch_staging + slot * launch.batch_capacity;
     const bool whole = chunks == 1 && job.head.batch_size <= kSharedStageBytes;
-    const auto *host_descs = reinterpret_cast<const uint4 *>(job.batch + sizeof(GppBatchHeader));
+    const uint8_t *batch = staged_by_0 ? staging : job.batch;
+    const auto *batch_descs = reinterpret_cast<const uint4 *>(batch + sizeof(GppBatchHeader));
 
     // Chunk c (packets [c*P, c*P+P)) belongs to block c mod gridDim.x.
     for (uint32_t chunk = blockIdx.x; chunk < chunks; chunk += gridDim.x) {
@@ -270,7 +298,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       uint8_t *stage_base = shared_stage;
       uint32_t stage_lo = 0;
       if (whole) {
-        stage(job.batch, shared_stage, 0, job.head.batch_size);
+        stage<From::Host>(job.batch, shared_stage, 0, job.head.batch_size);
         __syncthreads();
         if (tid < n)
           descs[tid] =
@@ -283,9 +311,10 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         __syncthreads();
         if (tid < n) {
           static_assert(sizeof(GppPacketDesc) == 2 * sizeof(uint4), "two words per descriptor");
-          const uint4 *src = host_descs + 2 * static_cast<uint64_t>(first + tid);
+          const uint4 *src = batch_descs + 2 * static_cast<uint64_t>(first + tid);
           auto *dst = reinterpret_cast<uint4 *>(&descs[tid]);
-          const uint4 a = __ldcv(src), b = __ldcv(src + 1);
+          const uint4 a = staged_by_0 ? __ldcg(src) : __ldcv(src);
+          const uint4 b = staged_by_0 ? __ldcg(src + 1) : __ldcv(src + 1);
           dst[0] = a;
           dst[1] = b;
           atomicMin(&span_lo, descs[tid].offset);
@@ -296,9 +325,11 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         if (span_hi > span_lo) {
           if (span_hi - stage_lo > kSharedStageBytes) {
             stage_base = staging + stage_lo; // same offsets as the batch
-            stage(job.batch, stage_base, stage_lo, span_hi);
+            if (!staged_by_0) stage<From::Host>(job.batch, stage_base, stage_lo, span_hi);
+          } else if (staged_by_0) {
+            stage<From::Staging>(staging, shared_stage, stage_lo, span_hi);
           } else {
-            stage(job.batch, shared_stage, stage_lo, span_hi);
+            stage<From::Host>(job.batch, shared_stage, stage_lo, span_hi);
           }
         }
       }
