@@ -51,6 +51,7 @@ public:
   }
   bool wait_oldest(std::string *error) override { return engine_->wait_oldest(error); }
   uint32_t last_device_ns() const override { return engine_->last_device_ns(); }
+  std::array<uint32_t, 4> last_device_phases() const override { return engine_->last_device_phases(); }
 
 private:
   std::unique_ptr<gpp::Engine> engine_;
@@ -110,7 +111,7 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
                           unsigned warmup, unsigned iters, unsigned min_samples,
                           double max_seconds) {
   LatencyResult out;
-  std::vector<uint64_t> samples, device_samples;
+  std::vector<uint64_t> samples, device_samples, phase_samples[4];
   samples.reserve(iters);
   const uint64_t stop_at = now_ns() + static_cast<uint64_t>((max_seconds) * 1e9);
   for (unsigned i = 0; i < warmup + iters; ++i) {
@@ -124,11 +125,16 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
     if (!same_results(res, ring.reference[which], ring.count)) ++out.parity_failed;
     if (i < warmup) continue;
     samples.push_back(t1 - t0);
-    if (const uint32_t device_ns = r.last_device_ns()) device_samples.push_back(device_ns);
+    if (const uint32_t device_ns = r.last_device_ns()) {
+      device_samples.push_back(device_ns);
+      const auto phases = r.last_device_phases();
+      for (int k = 0; k < 4; ++k) phase_samples[k].push_back(phases[k]);
+    }
     if (samples.size() >= min_samples && t1 > stop_at) break;
   }
   out.stats = summarize(std::move(samples));
   out.device = summarize(std::move(device_samples));
+  for (int k = 0; k < 4; ++k) out.phases[k] = summarize(std::move(phase_samples[k]));
   return out;
 }
 

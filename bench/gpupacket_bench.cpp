@@ -589,6 +589,13 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
 }
 // ---- section B: the grid, engine-only ----------------------------------------------------
 
+// report.csv's packet_bytes of a profile: its frame size, 0 for a mix.
+uint32_t csv_frame_bytes(const Profile &p) {
+  return p.traffic == gpp::TrafficProfile::Small   ? 64
+         : p.traffic == gpp::TrafficProfile::Large ? 1500
+                                                   : 0;
+}
+
 void section_b(Run &run, Grid &grid) {
   auto phase = [&run](const std::string &name, double s) { run.phase(name, s); };
   std::vector<std::string> errors;
@@ -647,9 +654,7 @@ void section_b(Run &run, Grid &grid) {
       t.header.push_back("kernel us");
       for (uint32_t n : grid.sizes(c)) {
         std::vector<std::string> row = {std::to_string(n)};
-        const uint32_t frame = p.traffic == gpp::TrafficProfile::Small   ? 64
-                               : p.traffic == gpp::TrafficProfile::Large ? 1500
-                                                                         : 0;
+        const uint32_t frame = csv_frame_bytes(p);
         for (const auto &e : engines) {
           const GridPoint *pt = grid.point(e, p.name, w.name, n);
           if (!pt || !pt->has_latency || !pt->latency.stats.n) {
@@ -668,6 +673,11 @@ void section_b(Run &run, Grid &grid) {
           c("p99", s.p99 / 1000, "us");
           c("p99.9", s.p999 / 1000, "us");
           c("latency_samples", static_cast<double>(s.n), "");
+          // persistent: the GPU-side p50 by phase (latest block; Engine::last_device_phases)
+          static const char *const kPhase[4] = {"woken", "staged", "classified", "written"};
+          for (int k = 0; k < 4; ++k)
+            if (pt->latency.phases[k].n)
+              c(std::string("device_") + kPhase[k] + "_p50", pt->latency.phases[k].p50 / 1000, "us");
           c("mpps", tp.mpps(), "Mpps");
           c("gbps_wire", tp.gbps(), "Gbit/s");
           c("batch_gBps", tp.batch_gBps(), "GB/s");
@@ -726,18 +736,26 @@ void section_b(Run &run, Grid &grid) {
     // the doorbell and the answer crossing PCIe, and the host.
     Table t;
     t.id = "B-persistent-split";
-    t.title = "B. persistent, 64B: a batch's latency on the host clock and the GPU's own part of it (us)";
-    t.header = {"workload", "packets", "host p50 / p99", "GPU-side p50 / p99", "host - GPU p50"};
-    for (const Workload &w : workloads()) {
-      for (uint32_t n : go.sizes) {
-        const GridPoint *pt = grid.point("persistent", "64B", w.name, n);
+    t.title = "B. persistent: a batch's latency on the host clock, the GPU's own part of it, and "
+              "where the GPU's part went (us)";
+    t.header = {"profile", "workload", "packets", "host p50 / p99", "GPU-side p50 / p99",
+                "host - GPU p50", "GPU phases p50: woken / staged / classified / written"};
+    for (const Cell &c : go.cells) {
+      const Profile &p = *c.profile;
+      const Workload &w = *c.workload;
+      for (uint32_t n : grid.sizes(c)) {
+        const GridPoint *pt = grid.point("persistent", p.name, w.name, n);
         if (!pt || !pt->latency.stats.n || !pt->latency.device.n) continue;
         const LatencyStats &h = pt->latency.stats, &d = pt->latency.device;
-        t.rows.push_back({w.name, std::to_string(n), fmt_us(h.p50) + " / " + fmt_us(h.p99),
-                          fmt_us(d.p50) + " / " + fmt_us(d.p99), fmt_us(h.p50 - d.p50)});
-        run.csv("B", "persistent-split", "persistent", "64B", w.name, n, 64, "device_p50",
+        const LatencyStats *ph = pt->latency.phases;
+        t.rows.push_back({p.name, w.name, std::to_string(n), fmt_us(h.p50) + " / " + fmt_us(h.p99),
+                          fmt_us(d.p50) + " / " + fmt_us(d.p99), fmt_us(h.p50 - d.p50),
+                          fmt_us(ph[0].p50) + " / " + fmt_us(ph[1].p50) + " / " +
+                              fmt_us(ph[2].p50) + " / " + fmt_us(ph[3].p50)});
+        const uint32_t frame = csv_frame_bytes(p);
+        run.csv("B", "persistent-split", "persistent", p.name, w.name, n, frame, "device_p50",
                 d.p50 / 1000, "us");
-        run.csv("B", "persistent-split", "persistent", "64B", w.name, n, 64, "device_p99",
+        run.csv("B", "persistent-split", "persistent", p.name, w.name, n, frame, "device_p99",
                 d.p99 / 1000, "us");
       }
     }
@@ -745,6 +763,11 @@ void section_b(Run &run, Grid &grid) {
                       "writing its answer (staging the batch over PCIe, the core, the records "
                       "and the system-scope fence); host - GPU: the doorbell reaching the "
                       "polling warp, the answer reaching the host, and the host's own work.");
+    t.notes.push_back("GPU phases (Engine::last_device_phases), each the latest block's end of it "
+                      "after block 0 saw the job: woken = the block has the job (block 0 first "
+                      "stages a fanned-out job of at most 128 KB into device memory), staged = "
+                      "its packets are in shared memory, classified = parse, ACL and DPI done, "
+                      "written = its records are out; p50 of each.");
     if (!t.rows.empty()) run.report.add_table(t);
   }
   {

@@ -7,6 +7,7 @@
 // boundary (the kernels load 16 bytes at a time); HostArena buffers are.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -175,6 +176,10 @@ public:
   // device measures it (persistent: from the kernel seeing the job to its
   // answer); 0 elsewhere.  The rest of a batch's latency is the host and PCIe.
   virtual uint32_t last_device_ns() const { return 0; }
+  // Where that time went (persistent: the latest block's end of each phase,
+  // ns after the kernel saw the job: woken, staged, classified, records
+  // written); all 0 elsewhere.  Diagnostics for the bench.
+  virtual std::array<uint32_t, 4> last_device_phases() const { return {}; }
 };
 
 // Why GPU modes cannot run here, or "" when a device is usable.

@@ -107,10 +107,18 @@ constexpr unsigned kPersistentTagShift = 48;
 // slot's words as an older ticket's and starts at the same ticket.
 constexpr uint32_t kPersistentStopJob = UINT32_MAX;
 
+// Where a job's GPU time went (diagnostics, beside the answer): for each
+// phase the latest block's end of it, in ns after block 0 saw the job.
+constexpr int kPersistentPhases = 4;
+struct alignas(16) PersistentPhases {
+  uint32_t ns[kPersistentPhases]; // woken (saw the job), staged, classified, arrived (records fenced)
+};
+
 struct alignas(128) PersistentJob { // one cache line for the host's writes...
   PersistentJobHead head;
   PersistentJobBuffers buffers;
   alignas(128) PersistentAnswer answer; // ...another for the kernel's
+  PersistentPhases phases;              // written before the answer
 };
 
 struct PersistentControl {
@@ -125,6 +133,7 @@ struct PersistentFanout {
   PersistentJobHead head;
   PersistentJobBuffers buffers;
   unsigned long long start_ns; // %globaltimer when block 0 saw the job
+  unsigned phase_max[kPersistentPhases]; // PersistentPhases, max over the blocks so far
 };
 
 // Device-memory state of the kernel (zeroed before each launch).

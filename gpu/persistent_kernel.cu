@@ -130,6 +130,7 @@ struct Job {
   PersistentJobHead head;
   const uint8_t *batch;
   GppResult *results;
+  unsigned long long start_ns; // block 0's %globaltimer when it saw the job
 };
 
 enum class Next { Process, Skip, Stop };
@@ -215,6 +216,7 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
       job.head = {h.x, h.y, h.z, h.w};
       job.batch = reinterpret_cast<const uint8_t *>((static_cast<uint64_t>(b.y) << 32) | b.x);
       job.results = reinterpret_cast<GppResult *>((static_cast<uint64_t>(b.w) << 32) | b.z);
+      job.start_ns = __ldcg(&fan->start_ns);
     }
     next = n;
   }
@@ -227,8 +229,8 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
 }
 
 // Built for one resident block per SM (the element's default grid), so the
-// compiler may use every register a thread can have: 234 and no spills (nvcc 13.0),
-// where it had chosen 128 and spilled 608 bytes (1 x pcap-1500B with ET Open
+// compiler may use every register a thread can have: 236 and no spills
+// (nvcc 13.0), where it had chosen 128 and spilled 608 bytes (1 x pcap-1500B with ET Open
 // 2024: p99 24-27 -> 22 us on the H200, 2026-12-03).
 __global__ void __launch_bounds__(kPersistentThreads, 1)
     persistent_kernel(const __grid_constant__ PersistentLaunch launch) {
@@ -238,7 +240,6 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
   __shared__ uint32_t acl_best[kPersistentThreads];
   __shared__ DpiBlockScratch<kPersistentThreads> dpi_scratch;
   __shared__ unsigned span_lo, span_hi;
-  __shared__ unsigned long long job_start_ns; // block 0: when it saw the job
   extern __shared__ uint4 dynamic_shared[]; // kDynamicSharedBytes: stage, then the RSS table
   uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
   const unsigned tid = threadIdx.x;
@@ -256,7 +257,13 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                                       : wait_fanout(launch, ticket, job);
     if (next == Next::Stop) return;
     if (next == Next::Skip) continue;
-    if (blockIdx.x == 0 && tid == 0) job_start_ns = global_timer_ns();
+    if (blockIdx.x == 0 && tid == 0) job.start_ns = global_timer_ns();
+    // This block's ends of the phases (PersistentPhases), thread 0's clock.
+    uint32_t phase[kPersistentPhases] = {};
+    auto mark = [&](int k) {
+      if (tid == 0) phase[k] = static_cast<uint32_t>(min(global_timer_ns() - job.start_ns, 0xffffffffull));
+    };
+    mark(0);
     const bool fits = job.head.batch_size <= launch.batch_capacity;
     const uint32_t count = fits ? job.head.packet_count : 0;
     // Packets per chunk: with an ACL fewer than threads, so the ACL probes of
@@ -283,7 +290,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       fan->head = job.head;
       fan->buffers = {reinterpret_cast<uint64_t>(job.batch),
                       reinterpret_cast<uint64_t>(job.results)};
-      fan->start_ns = job_start_ns;
+      fan->start_ns = job.start_ns;
       store_release_gpu(&fan->announce, ((ticket + 1) << 1) | 1); // the job before it
     }
     const bool whole = chunks == 1 && job.head.batch_size <= kSharedStageBytes;
@@ -334,6 +341,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         }
       }
       __syncthreads();
+      mark(1);
       if (tid < n) {
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
@@ -351,6 +359,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                           return stage_base + (descs[p].offset - stage_lo) + records[p].payload_offset;
                         },
                         dpi_scratch);
+      mark(2);
       // Counted before the block's arrival below: answered jobs are counted.
       if (launch.flows.table.slots && tid < n) flow_count_packet(launch.flows, records[tid]);
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
@@ -362,8 +371,11 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
     }
     if (!fanned_out && blockIdx.x != 0) continue;
     __syncthreads();
+    mark(3);
     if (tid == 0) {
       bool last = true;
+      if (fanned_out)
+        for (int k = 0; k < kPersistentPhases; ++k) atomicMax(&fan->phase_max[k], phase[k]);
       if (fanned_out) {
         // This block's records (ordered before the fence by the barrier)
         // before its arrival; the last block to arrive then sees them all.
@@ -377,12 +389,12 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
           // this block's release of the answer.
           asm volatile("fence.acq_rel.gpu;" ::: "memory");
           atomicExch(&fan->arrived, 0u); // before the answer frees the slot
+          for (int k = 0; k < kPersistentPhases; ++k) phase[k] = atomicExch(&fan->phase_max[k], 0u);
         }
       }
       if (last) {
-        // Published by block 0 before its announce, which this block acquired.
-        const unsigned long long start = fanned_out ? __ldcg(&fan->start_ns) : job_start_ns;
-        const unsigned long long took = global_timer_ns() - start;
+        // Block 0's, published before its announce, which this block acquired.
+        const unsigned long long took = global_timer_ns() - job.start_ns;
         // A release store orders the records before the answer (the barrier
         // above made every thread's stores this thread's): cheaper than a
         // fence and a plain store.  The fence after it only pushes the answer
@@ -391,6 +403,8 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         // not __threadfence_system: that one also emptied L1, and the next
         // job's ACL and DPI tables with it (about +2 us for one packet).
         // Measured on an H200, A/B runs of gpupacket-bench.
+        *reinterpret_cast<uint4 *>(&launch.control->jobs[slot].phases) =
+            make_uint4(phase[0], phase[1], phase[2], phase[3]); // ordered by the release below
         store_release_sys_v4(&launch.control->jobs[slot].answer,
                              make_uint4(static_cast<uint32_t>(ticket + 1),
                                         static_cast<uint32_t>((ticket + 1) >> 32),
