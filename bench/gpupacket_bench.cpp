@@ -767,7 +767,7 @@ void section_b(Run &run, Grid &grid) {
                       "after block 0 saw the job: woken = the block has the job (block 0 first "
                       "stages a fanned-out job of at most 128 KB into device memory), staged = "
                       "its packets are in shared memory, classified = parse, ACL and DPI done, "
-                      "written = its records are out; p50 of each.");
+                      "written = its record stores issued; p50 of each.");
     if (!t.rows.empty()) run.report.add_table(t);
   }
   {

@@ -69,9 +69,12 @@ void make_process_kernel_node(ProcessKernelArgs *args, cudaKernelNodeParams *nod
 // A job of at most one block's share of packets (kPersistentThreads; with an
 // ACL, persistent_acl_chunk_packets) is done by block 0 alone, which answers
 // the host itself.  A larger one is fanned out to the other blocks
-// through device memory; each block stages only its own packets into device
-// memory (so plain, L1-cached loads stay coherent without any grid-wide
-// barrier), and the last block to finish (a counter in device memory) answers.
+// through device memory, and the last block to finish (a counter in device
+// memory) answers.  A fanned-out job of at most 128 KB is first copied whole
+// into device memory by block 0, which then announces it with a release
+// store; the other blocks read it after their acquire (which also empties
+// their L1: keep it, plain loads of the copy rely on it).  Larger ones: each
+// block stages only its own packets.
 
 constexpr unsigned kPersistentMaxSlots = 64;
 
@@ -111,7 +114,7 @@ constexpr uint32_t kPersistentStopJob = UINT32_MAX;
 // phase the latest block's end of it, in ns after block 0 saw the job.
 constexpr int kPersistentPhases = 4;
 struct alignas(16) PersistentPhases {
-  uint32_t ns[kPersistentPhases]; // woken (saw the job), staged, classified, arrived (records fenced)
+  uint32_t ns[kPersistentPhases]; // woken (saw the job), staged, classified, written (record stores issued)
 };
 
 struct alignas(128) PersistentJob { // one cache line for the host's writes...

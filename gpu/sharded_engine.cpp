@@ -1,6 +1,7 @@
 #include "sharded_engine.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -291,6 +292,15 @@ public:
     uint32_t most = 0;
     for (const auto &s : shards_) most = std::max(most, s->engine->last_device_ns());
     return most;
+  }
+  // Its phases: each the latest over the shares, as within one engine.
+  std::array<uint32_t, 4> last_device_phases() const override {
+    std::array<uint32_t, 4> latest{};
+    for (const auto &s : shards_) {
+      const std::array<uint32_t, 4> p = s->engine->last_device_phases();
+      for (size_t k = 0; k < latest.size(); ++k) latest[k] = std::max(latest[k], p[k]);
+    }
+    return latest;
   }
 
   bool idle(std::string *error) override {
