@@ -59,8 +59,48 @@ struct Options {
   std::string grid = "all"; // stress | realistic | all
   int device = 0;
   unsigned streams = gpp::kDefaultNumStreams; // the element's num-streams default
+  // Section B filters (empty: everything): for short A/B runs of a few cells.
+  std::vector<std::string> engines;     // engine names (engine_specs)
+  std::vector<uint32_t> sizes;          // batch sizes, packets
+  std::vector<std::string> cells;       // "PROFILE/WORKLOAD"
   std::string command_line;
 };
+
+// "a,b,c" -> {"a", "b", "c"}; empty items are kept (and then rejected).
+std::vector<std::string> split_commas(const std::string &text) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (;;) {
+    const size_t comma = text.find(',', from);
+    out.push_back(text.substr(from, comma - from));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
+constexpr uint32_t kMaxBenchBatch = 16384; // the largest batch the grid is built and checked for
+
+std::vector<uint32_t> sorted_unique(std::vector<uint32_t> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// The report's note of the section B filters in force ("" when none).
+std::string section_b_filters(const Options &o) {
+  auto join = [](const std::vector<std::string> &items) {
+    std::string out;
+    for (const std::string &i : items) out += (out.empty() ? "" : ",") + i;
+    return out;
+  };
+  std::vector<std::string> sizes;
+  for (uint32_t n : o.sizes) sizes.push_back(std::to_string(n));
+  std::string out;
+  if (!o.engines.empty()) out += ", engines " + join(o.engines);
+  if (!o.sizes.empty()) out += ", sizes " + join(sizes);
+  if (!o.cells.empty()) out += ", cells " + join(o.cells);
+  return out;
+}
 
 void usage(FILE *f) {
   std::fprintf(f,
@@ -83,8 +123,15 @@ void usage(FILE *f) {
                "  --grid G     which cells of section B: stress (the original workloads),\n"
                "               realistic (real ClassBench 10k sets, ET Open 2024 fast patterns,\n"
                "               real/HTTP/dense payloads) or all (default)\n"
+               "  --engines LIST  only these engines of section B (comma-separated: cpu-1,\n"
+               "               cpu-all, streams, zerocopy, graph, persistent, persistent-1blk,\n"
+               "               cpu-parallel = the cpu-Nx1 column)\n"
+               "  --sizes LIST only these batch sizes, packets (comma-separated, 1-%u)\n"
+               "  --cells LIST only these cells of the grid (comma-separated PROFILE/WORKLOAD,\n"
+               "               e.g. pcap-1500B/+et2024); targets without their points read\n"
+               "               NOT MEASURED\n"
                "exit: 0 ran, 1 a measurement failed, 2 usage, 3 watchdog, 77 no usable GPU\n",
-               gpp::kDefaultNumStreams);
+               gpp::kDefaultNumStreams, kMaxBenchBatch);
 }
 
 bool parse_options(int argc, char **argv, Options *o) {
@@ -124,6 +171,42 @@ bool parse_options(int argc, char **argv, Options *o) {
       }
       if (a == "--device") o->device = static_cast<int>(n);
       else o->streams = static_cast<unsigned>(n);
+    } else if (a == "--engines" || a == "--sizes" || a == "--cells") {
+      const char *v = value(a.c_str());
+      if (!v) return false;
+      for (const std::string &item : split_commas(v)) {
+        if (a == "--engines") {
+          const auto specs = engine_specs(false);
+          if (item != kCpuParallelEngine &&
+              std::none_of(specs.begin(), specs.end(),
+                           [&item](const EngineSpec &e) { return e.name == item; })) {
+            std::fprintf(stderr, "gpupacket-bench: --engines: no engine \"%s\" (see --help)\n",
+                         item.c_str());
+            return false;
+          }
+          o->engines.push_back(item);
+        } else if (a == "--sizes") {
+          char *end = nullptr;
+          const unsigned long n = std::strtoul(item.c_str(), &end, 10);
+          if (item.empty() || *end || item[0] == '-' || n < 1 || n > kMaxBenchBatch) {
+            std::fprintf(stderr, "gpupacket-bench: --sizes: \"%s\" is not a batch size of 1-%u\n",
+                         item.c_str(), kMaxBenchBatch);
+            return false;
+          }
+          o->sizes.push_back(static_cast<uint32_t>(n));
+        } else {
+          const size_t slash = item.find('/');
+          if (slash == std::string::npos || !find_profile(item.substr(0, slash)) ||
+              !find_workload(item.substr(slash + 1))) {
+            std::fprintf(stderr,
+                         "gpupacket-bench: --cells: \"%s\" is not PROFILE/WORKLOAD of a known "
+                         "profile and workload (e.g. pcap-1500B/+et2024)\n",
+                         item.c_str());
+            return false;
+          }
+          o->cells.push_back(item);
+        }
+      }
     } else if (a == "--help" || a == "-h") {
       usage(stdout);
       std::exit(0);
@@ -1535,7 +1618,8 @@ int main(int argc, char **argv) {
   run.report.add_meta("settings", std::string(opt.quick ? "quick" : "full") + " run, num_streams " +
                                       std::to_string(opt.streams) + ", wait spin" +
                                       (opt.gst ? ", with --gst" : ", without --gst") +
-                                      (opt.cpu_only ? ", --cpu-only (no GPU rows)" : ""));
+                                      (opt.cpu_only ? ", --cpu-only (no GPU rows)" : "") +
+                                      section_b_filters(opt));
   std::printf("gpupacket-bench: %s, CUDA driver %s, runtime %s, %s run\n", run.device_name.c_str(),
               version_text(driver).c_str(), version_text(runtime).c_str(), opt.quick ? "quick" : "full");
 
@@ -1585,6 +1669,26 @@ int main(int argc, char **argv) {
     go.min_samples = 3;
   } else {
     go.sizes = {1, 8, 32, 64, 256, 1024, 4096, 16384};
+  }
+  if (!opt.sizes.empty()) go.sizes = go.realistic_sizes = sorted_unique(opt.sizes);
+  go.engines = opt.engines;
+  if (!opt.cells.empty()) {
+    std::vector<Cell> kept;
+    for (const std::string &want : opt.cells) {
+      const auto it = std::find_if(go.cells.begin(), go.cells.end(), [&want](const Cell &c) {
+        return want == std::string(c.profile->name) + "/" + c.workload->name;
+      });
+      if (it == go.cells.end()) {
+        std::fprintf(stderr, "gpupacket-bench: --cells: %s is not a cell of --grid %s\n",
+                     want.c_str(), opt.grid.c_str());
+        return 2;
+      }
+      if (std::find_if(kept.begin(), kept.end(), [&it](const Cell &c) {
+            return c.profile == it->profile && c.workload == it->workload;
+          }) == kept.end())
+        kept.push_back(*it);
+    }
+    go.cells = kept;
   }
   Grid grid;
   const bool have_grid = grid.build(sets, go, [&run](const std::string &n, double s) { run.phase(n, s); },

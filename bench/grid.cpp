@@ -176,9 +176,18 @@ std::vector<std::vector<uint8_t>> Grid::batch_bytes(const std::string &profile,
   return out;
 }
 
+std::vector<EngineSpec> Grid::specs() const {
+  std::vector<EngineSpec> out;
+  for (const EngineSpec &s : engine_specs(opt_.cpu_only))
+    if (opt_.engines.empty() ||
+        std::find(opt_.engines.begin(), opt_.engines.end(), s.name) != opt_.engines.end())
+      out.push_back(s);
+  return out;
+}
+
 std::vector<std::string> Grid::engine_names() const {
   std::vector<std::string> names;
-  for (const EngineSpec &s : engine_specs(opt_.cpu_only)) names.push_back(s.name);
+  for (const EngineSpec &s : specs()) names.push_back(s.name);
   return names;
 }
 
@@ -256,7 +265,7 @@ void Grid::measure_kernel_time(const Phase &phase, std::vector<std::string> *err
 
 void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
   const double point_budget = opt_.tput_seconds + opt_.latency_seconds + 30;
-  for (const EngineSpec &spec : engine_specs(opt_.cpu_only)) {
+  for (const EngineSpec &spec : specs()) {
     phase("B: " + spec.name + " start", 60);
     std::string error;
     std::unique_ptr<Runner> r = make_runner(spec, opt_.device, opt_.streams, &error);
@@ -304,6 +313,9 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
     r.reset();
   }
   // The host's CPU ceiling: every core on batches of its own.
+  if (!opt_.engines.empty() && std::find(opt_.engines.begin(), opt_.engines.end(),
+                                         kCpuParallelEngine) == opt_.engines.end())
+    return;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const Cell &c : opt_.cells)
     for (uint32_t n : sizes(c)) {

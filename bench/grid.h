@@ -16,6 +16,9 @@
 
 namespace gppbench {
 
+// GridOptions::engines' name for the host's all-core ceiling (cpu-Nx1 in the tables).
+constexpr const char *kCpuParallelEngine = "cpu-parallel";
+
 struct GridOptions {
   bool quick = false, cpu_only = false;
   int device = 0;
@@ -23,6 +26,7 @@ struct GridOptions {
   std::vector<uint32_t> sizes;     // batch sizes, packets, of the stress cells
   std::vector<uint32_t> realistic_sizes; // of the realistic cells
   std::vector<Cell> cells;         // what to measure (stress_cells(), realistic_cells())
+  std::vector<std::string> engines; // engine_specs() names to run, and kCpuParallelEngine; empty: all
   double tput_seconds = 0.12;      // per throughput point
   double latency_seconds = 0.06;   // per latency point, once min_samples are in
   unsigned latency_iters_small = 300, latency_iters_large = 100; // <= / > 256 packets
@@ -67,7 +71,8 @@ public:
     return c.workload->realistic ? opt_.realistic_sizes : opt_.sizes;
   }
   bool has(const std::string &profile, const std::string &workload) const;
-  std::vector<std::string> engine_names() const;
+  std::vector<std::string> engine_names() const; // of specs()
+  std::vector<EngineSpec> specs() const;        // engine_specs() less those left out (GridOptions::engines)
   std::string parallel_name() const; // "cpu-Nx1"
   const GridPoint *point(const std::string &engine, const std::string &profile,
                          const std::string &workload, uint32_t batch) const;
