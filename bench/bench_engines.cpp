@@ -51,7 +51,7 @@ public:
   }
   bool wait_oldest(std::string *error) override { return engine_->wait_oldest(error); }
   uint32_t last_device_ns() const override { return engine_->last_device_ns(); }
-  std::array<uint32_t, 4> last_device_phases() const override { return engine_->last_device_phases(); }
+  gpp::DevicePhases last_device_phases() const override { return engine_->last_device_phases(); }
 
 private:
   std::unique_ptr<gpp::Engine> engine_;
@@ -111,7 +111,8 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
                           unsigned warmup, unsigned iters, unsigned min_samples,
                           double max_seconds) {
   LatencyResult out;
-  std::vector<uint64_t> samples, device_samples, phase_samples[4];
+  constexpr size_t kPhases = std::tuple_size<gpp::DevicePhases>::value;
+  std::vector<uint64_t> samples, device_samples, phase_samples[kPhases];
   samples.reserve(iters);
   const uint64_t stop_at = now_ns() + static_cast<uint64_t>((max_seconds) * 1e9);
   for (unsigned i = 0; i < warmup + iters; ++i) {
@@ -128,13 +129,13 @@ LatencyResult run_latency(Runner &r, const Ring &ring, const std::vector<GppResu
     if (const uint32_t device_ns = r.last_device_ns()) {
       device_samples.push_back(device_ns);
       const auto phases = r.last_device_phases();
-      for (int k = 0; k < 4; ++k) phase_samples[k].push_back(phases[k]);
+      for (size_t k = 0; k < kPhases; ++k) phase_samples[k].push_back(phases[k]);
     }
     if (samples.size() >= min_samples && t1 > stop_at) break;
   }
   out.stats = summarize(std::move(samples));
   out.device = summarize(std::move(device_samples));
-  for (int k = 0; k < 4; ++k) out.phases[k] = summarize(std::move(phase_samples[k]));
+  for (size_t k = 0; k < kPhases; ++k) out.phases[k] = summarize(std::move(phase_samples[k]));
   return out;
 }
 

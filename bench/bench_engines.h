@@ -51,7 +51,7 @@ public:
   // Engine::last_device_ns of the batch wait_oldest() last returned.
   virtual uint32_t last_device_ns() const { return 0; }
   // Engine::last_device_phases of that batch.
-  virtual std::array<uint32_t, 4> last_device_phases() const { return {}; }
+  virtual gpp::DevicePhases last_device_phases() const { return {}; }
 };
 
 struct EngineSpec {
@@ -83,7 +83,7 @@ struct ThroughputResult {
 struct LatencyResult {
   LatencyStats stats;
   LatencyStats device; // GPU-side part (Engine::last_device_ns), persistent only; n = 0 elsewhere
-  LatencyStats phases[4]; // Engine::last_device_phases, persistent only
+  LatencyStats phases[std::tuple_size<gpp::DevicePhases>::value]; // Engine::last_device_phases, persistent only
   uint64_t parity_checked = 0, parity_failed = 0;
   std::string error;
 };

@@ -21,6 +21,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <memory>
@@ -672,6 +673,13 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
 }
 // ---- section B: the grid, engine-only ----------------------------------------------------
 
+// "a / b / c / d": one item per phase of gpp::kDevicePhaseNames.
+template <typename Item> std::string join_phases(Item item) {
+  std::string out;
+  for (size_t k = 0; k < std::size(gpp::kDevicePhaseNames); ++k) out += (k ? " / " : "") + item(k);
+  return out;
+}
+
 // report.csv's packet_bytes of a profile: its frame size, 0 for a mix.
 uint32_t csv_frame_bytes(const Profile &p) {
   return p.traffic == gpp::TrafficProfile::Small   ? 64
@@ -757,10 +765,10 @@ void section_b(Run &run, Grid &grid) {
           c("p99.9", s.p999 / 1000, "us");
           c("latency_samples", static_cast<double>(s.n), "");
           // persistent: the GPU-side p50 by phase (latest block; Engine::last_device_phases)
-          static const char *const kPhase[4] = {"woken", "staged", "classified", "written"};
-          for (int k = 0; k < 4; ++k)
+          for (size_t k = 0; k < std::size(gpp::kDevicePhaseNames); ++k)
             if (pt->latency.phases[k].n)
-              c(std::string("device_") + kPhase[k] + "_p50", pt->latency.phases[k].p50 / 1000, "us");
+              c(std::string("device_") + gpp::kDevicePhaseNames[k] + "_p50",
+                pt->latency.phases[k].p50 / 1000, "us");
           c("mpps", tp.mpps(), "Mpps");
           c("gbps_wire", tp.gbps(), "Gbit/s");
           c("batch_gBps", tp.batch_gBps(), "GB/s");
@@ -822,7 +830,9 @@ void section_b(Run &run, Grid &grid) {
     t.title = "B. persistent: a batch's latency on the host clock, the GPU's own part of it, and "
               "where the GPU's part went (us)";
     t.header = {"profile", "workload", "packets", "host p50 / p99", "GPU-side p50 / p99",
-                "host - GPU p50", "GPU phases p50: woken / staged / classified / written"};
+                "host - GPU p50", "GPU phases p50: " + join_phases([](size_t k) {
+                                    return std::string(gpp::kDevicePhaseNames[k]);
+                                  })};
     for (const Cell &c : go.cells) {
       const Profile &p = *c.profile;
       const Workload &w = *c.workload;
@@ -833,8 +843,7 @@ void section_b(Run &run, Grid &grid) {
         const LatencyStats *ph = pt->latency.phases;
         t.rows.push_back({p.name, w.name, std::to_string(n), fmt_us(h.p50) + " / " + fmt_us(h.p99),
                           fmt_us(d.p50) + " / " + fmt_us(d.p99), fmt_us(h.p50 - d.p50),
-                          fmt_us(ph[0].p50) + " / " + fmt_us(ph[1].p50) + " / " +
-                              fmt_us(ph[2].p50) + " / " + fmt_us(ph[3].p50)});
+                          join_phases([ph](size_t k) { return fmt_us(ph[k].p50); })});
         const uint32_t frame = csv_frame_bytes(p);
         run.csv("B", "persistent-split", "persistent", p.name, w.name, n, frame, "device_p50",
                 d.p50 / 1000, "us");

@@ -18,6 +18,10 @@
 
 namespace gpp {
 
+// A batch's GPU time by phase (Engine::last_device_phases), in this order.
+constexpr const char *kDevicePhaseNames[] = {"woken", "staged", "classified", "written"};
+using DevicePhases = std::array<uint32_t, sizeof(kDevicePhaseNames) / sizeof(kDevicePhaseNames[0])>;
+
 class FlowStore; // flow_meter.h
 
 enum class Mode : int { Cpu = 0, Streams = 1, ZeroCopy = 2, Graph = 3, Persistent = 4 };
@@ -176,10 +180,10 @@ public:
   // device measures it (persistent: from the kernel seeing the job to its
   // answer); 0 elsewhere.  The rest of a batch's latency is the host and PCIe.
   virtual uint32_t last_device_ns() const { return 0; }
-  // Where that time went (persistent: the latest block's end of each phase,
-  // ns after the kernel saw the job: woken, staged, classified, records
-  // written); all 0 elsewhere.  Diagnostics for the bench.
-  virtual std::array<uint32_t, 4> last_device_phases() const { return {}; }
+  // Where that time went (persistent: the latest block's end of each phase
+  // of kDevicePhaseNames, ns after the kernel saw the job); all 0 elsewhere.
+  // Diagnostics for the bench.
+  virtual DevicePhases last_device_phases() const { return {}; }
 };
 
 // Why GPU modes cannot run here, or "" when a device is usable.

@@ -437,7 +437,8 @@ public:
     const int32_t job_error = control()->jobs[ticket % slots_].answer.error;
     last_device_ns_.store(control()->jobs[ticket % slots_].answer.device_ns,
                           std::memory_order_relaxed);
-    static_assert(kPersistentPhases == 4, "Engine::last_device_phases");
+    static_assert(kPersistentPhases == std::tuple_size<DevicePhases>::value,
+                  "PersistentPhases are Engine::last_device_phases");
     for (int k = 0; k < kPersistentPhases; ++k)
       last_phases_[k].store(control()->jobs[ticket % slots_].phases.ns[k], std::memory_order_relaxed);
     if (job_error != kPersistentOk) {
@@ -452,9 +453,9 @@ private:
   uint32_t last_device_ns() const override {
     return last_device_ns_.load(std::memory_order_relaxed);
   }
-  std::array<uint32_t, 4> last_device_phases() const override {
-    std::array<uint32_t, 4> ns;
-    for (int k = 0; k < 4; ++k) ns[k] = last_phases_[k].load(std::memory_order_relaxed);
+  DevicePhases last_device_phases() const override {
+    DevicePhases ns;
+    for (size_t k = 0; k < ns.size(); ++k) ns[k] = last_phases_[k].load(std::memory_order_relaxed);
     return ns;
   }
 
@@ -630,7 +631,7 @@ private:
   uint64_t head_ = 0;             // submitting thread
   std::atomic<uint64_t> tail_{0}; // waiting thread; quiesce reads it
   std::atomic<uint32_t> last_device_ns_{0};
-  std::atomic<uint32_t> last_phases_[4] = {};
+  std::atomic<uint32_t> last_phases_[kPersistentPhases] = {};
   AtomicCounters counters_;
 };
 

@@ -374,9 +374,8 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
     mark(3);
     if (tid == 0) {
       bool last = true;
-      if (fanned_out)
-        for (int k = 0; k < kPersistentPhases; ++k) atomicMax(&fan->phase_max[k], phase[k]);
       if (fanned_out) {
+        for (int k = 0; k < kPersistentPhases; ++k) atomicMax(&fan->phase_max[k], phase[k]);
         // This block's records (ordered before the fence by the barrier)
         // before its arrival; the last block to arrive then sees them all.
         // A release fence: a full one (__threadfence_system) also empties

@@ -294,10 +294,10 @@ public:
     return most;
   }
   // Its phases: each the latest over the shares, as within one engine.
-  std::array<uint32_t, 4> last_device_phases() const override {
-    std::array<uint32_t, 4> latest{};
+  DevicePhases last_device_phases() const override {
+    DevicePhases latest{};
     for (const auto &s : shards_) {
-      const std::array<uint32_t, 4> p = s->engine->last_device_phases();
+      const DevicePhases p = s->engine->last_device_phases();
       for (size_t k = 0; k < latest.size(); ++k) latest[k] = std::max(latest[k], p[k]);
     }
     return latest;
