@@ -15,6 +15,7 @@
 
 #include "pcap_linktype.h"
 #include "dpi_patterns.h"
+#include "et_open.h"
 #include "shared_data.h"
 #include "et_open_mz_case.h"
 #include "random_patterns.h"
@@ -312,8 +313,7 @@ void expect_tail_tries_hold_every_long_pattern(const gpp::DpiPatternSet &set, co
 
 TEST(DpiBlob, TailTriesHoldEveryLongPatternOnce) {
   std::string error;
-  auto et = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
-                                   gpp::DpiSelect::FastPattern);
+  auto et = test::load_et_open_2024(&error);
   ASSERT_TRUE(et) << error;
   ASSERT_GT(et->blob.size(), 0u);
   expect_tail_tries_hold_every_long_pattern(*et, "ET Open 2024");

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dpi_patterns.h"
+#include "et_open.h"
 #include "shared_data.h"
 
 namespace {
@@ -128,8 +129,7 @@ TEST(DpiSelect, FolderLoadsItsRuleFilesInNameOrder) {
 // rules with a positive content, one fast pattern each.
 TEST(DpiSelect, EtOpen2024FastPatterns) {
   std::string error;
-  auto set = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
-                                    gpp::DpiSelect::FastPattern);
+  auto set = test::load_et_open_2024(&error);
   ASSERT_TRUE(set) << error;
   EXPECT_EQ(set->patterns.size(), 15941u);
   std::set<std::pair<std::string, bool>> distinct;

@@ -15,6 +15,7 @@
 
 #include "pcap_linktype.h"
 #include "dpi_patterns.h"
+#include "et_open.h"
 #include "shared_data.h"
 #include "et_open_mz_case.h"
 #include "packet_core.h"
@@ -208,8 +209,7 @@ TEST(DpiHyperscan, EtOpenMzHeaderPayloadRegexApiAgreesLiteralApiMayAbort) {
 // are only counted (Hyperscan 5.4.0: the two MZ header patterns above).
 TEST(DpiHyperscan, EtOpenFastPatternsAgreeOnTheirOwnBytes) {
   std::string error;
-  auto set = gpp::load_dpi_patterns(test::shared_data_dir() + "/dpi/et_open_2024", &error,
-                                    gpp::DpiSelect::FastPattern);
+  auto set = test::load_et_open_2024(&error);
   ASSERT_TRUE(set) << error;
   ASSERT_GT(set->patterns.size(), 10000u);
   hs_database_t *regex_db = compile(*set, HsApi::Regex, &error);
