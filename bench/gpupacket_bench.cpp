@@ -87,19 +87,20 @@ std::vector<uint32_t> sorted_unique(std::vector<uint32_t> v) {
   return v;
 }
 
+std::string join(const std::vector<std::string> &items, const char *separator) {
+  std::string out;
+  for (size_t k = 0; k < items.size(); ++k) out += (k ? separator : "") + items[k];
+  return out;
+}
+
 // The report's note of the section B filters in force ("" when none).
 std::string section_b_filters(const Options &o) {
-  auto join = [](const std::vector<std::string> &items) {
-    std::string out;
-    for (const std::string &i : items) out += (out.empty() ? "" : ",") + i;
-    return out;
-  };
   std::vector<std::string> sizes;
   for (uint32_t n : o.sizes) sizes.push_back(std::to_string(n));
   std::string out;
-  if (!o.engines.empty()) out += ", engines " + join(o.engines);
-  if (!o.sizes.empty()) out += ", sizes " + join(sizes);
-  if (!o.cells.empty()) out += ", cells " + join(o.cells);
+  if (!o.engines.empty()) out += ", engines " + join(o.engines, ",");
+  if (!o.sizes.empty()) out += ", sizes " + join(sizes, ",");
+  if (!o.cells.empty()) out += ", cells " + join(o.cells, ",");
   return out;
 }
 
@@ -673,13 +674,6 @@ void section_a(Run &run, const std::vector<size_t> &batch_sizes) {
 }
 // ---- section B: the grid, engine-only ----------------------------------------------------
 
-// "a / b / c / d": one item per phase of gpp::kDevicePhaseNames.
-template <typename Item> std::string join_phases(Item item) {
-  std::string out;
-  for (size_t k = 0; k < std::size(gpp::kDevicePhaseNames); ++k) out += (k ? " / " : "") + item(k);
-  return out;
-}
-
 // report.csv's packet_bytes of a profile: its frame size, 0 for a mix.
 uint32_t csv_frame_bytes(const Profile &p) {
   return p.traffic == gpp::TrafficProfile::Small   ? 64
@@ -830,9 +824,9 @@ void section_b(Run &run, Grid &grid) {
     t.title = "B. persistent: a batch's latency on the host clock, the GPU's own part of it, and "
               "where the GPU's part went (us)";
     t.header = {"profile", "workload", "packets", "host p50 / p99", "GPU-side p50 / p99",
-                "host - GPU p50", "GPU phases p50: " + join_phases([](size_t k) {
-                                    return std::string(gpp::kDevicePhaseNames[k]);
-                                  })};
+                "host - GPU p50",
+                "GPU phases p50: " + join({std::begin(gpp::kDevicePhaseNames),
+                                           std::end(gpp::kDevicePhaseNames)}, " / ")};
     for (const Cell &c : go.cells) {
       const Profile &p = *c.profile;
       const Workload &w = *c.workload;
@@ -840,10 +834,11 @@ void section_b(Run &run, Grid &grid) {
         const GridPoint *pt = grid.point("persistent", p.name, w.name, n);
         if (!pt || !pt->latency.stats.n || !pt->latency.device.n) continue;
         const LatencyStats &h = pt->latency.stats, &d = pt->latency.device;
-        const LatencyStats *ph = pt->latency.phases;
+        std::vector<std::string> phases;
+        for (const LatencyStats &ph : pt->latency.phases) phases.push_back(fmt_us(ph.p50));
         t.rows.push_back({p.name, w.name, std::to_string(n), fmt_us(h.p50) + " / " + fmt_us(h.p99),
                           fmt_us(d.p50) + " / " + fmt_us(d.p99), fmt_us(h.p50 - d.p50),
-                          join_phases([ph](size_t k) { return fmt_us(ph[k].p50); })});
+                          join(phases, " / ")});
         const uint32_t frame = csv_frame_bytes(p);
         run.csv("B", "persistent-split", "persistent", p.name, w.name, n, frame, "device_p50",
                 d.p50 / 1000, "us");
