@@ -2,7 +2,10 @@
 // RSS alone, in one run on one machine; and how many flows a GPU table holds.
 //
 //   gpupacket-flow-bench [--quick] [--flows-only] [--flows N] [--capacity N]
-//                        [--seconds S] [--device D] [--report FILE.md]
+//                        [--seconds S] [--device D] [--streams N] [--report FILE.md]
+//
+// --streams: EngineSettings::num_streams of every GPU engine (default 4, the
+// element's num-streams): how many batches are in flight.
 //
 // Traffic: 64-byte frames of N flows (default 1,048,576) in turn, so that
 // each pass over the ring holds every flow once and, after the first pass,
@@ -46,6 +49,7 @@ struct Options {
   uint32_t capacity = 1u << 24;
   double seconds = 1.0;
   int device = 0;
+  unsigned streams = gpp::EngineSettings{}.num_streams; // the element's num-streams
   std::string report;
 };
 
@@ -119,6 +123,7 @@ bool make_rig(const Options &o, gpp::Mode mode, bool flows, bool records_to_host
   s.device_id = o.device;
   s.wait = gpp::WaitStrategy::Spin;
   s.records_to_host = records_to_host;
+  s.num_streams = o.streams;
   rig.engine = gpp::make_engine(mode, s, error);
   if (!rig.engine) return false;
   const unsigned slots = rig.engine->slots();
@@ -214,12 +219,17 @@ int main(int argc, char **argv) {
     else if (a == "--capacity") o.capacity = static_cast<uint32_t>(std::strtoul(next(), nullptr, 10));
     else if (a == "--seconds") o.seconds = std::strtod(next(), nullptr);
     else if (a == "--device") o.device = std::atoi(next());
+    else if (a == "--streams") o.streams = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
     else if (a == "--report") o.report = next();
     else {
       std::fprintf(stderr, "usage: %s [--quick] [--flows-only] [--flows N] [--capacity N] [--seconds S] "
-                           "[--device D] [--report FILE.md]\n", argv[0]);
+                           "[--device D] [--streams N] [--report FILE.md]\n", argv[0]);
       return 2;
     }
+  }
+  if (o.streams < 1 || o.streams > gpp::kMaxNumStreams) {
+    std::fprintf(stderr, "--streams wants 1 to %u\n", gpp::kMaxNumStreams);
+    return 2;
   }
   if (o.quick) {
     o.seconds = 0.3;
@@ -243,7 +253,8 @@ int main(int argc, char **argv) {
   md << "# Flow metering, " << prop.name << ", " << std::thread::hardware_concurrency()
      << " host threads\n\n`gpupacket-flow-bench" << (o.quick ? " --quick" : "") << "`: 64-byte frames of "
      << o.flows << " flows in turn (all open at once after the first pass), " << kBatch
-     << "-packet batches, median of 3 alternating " << o.seconds << "-s runs.\n\n";
+     << "-packet batches, " << o.streams
+     << " streams (batches in flight), median of 3 alternating " << o.seconds << "-s runs.\n\n";
   std::printf("%s", md.str().c_str());
 
   struct Point {
