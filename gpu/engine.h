@@ -115,7 +115,8 @@ struct EngineSettings {
   size_t max_batch_bytes = size_t{kDefaultPoolSizeMib} << 20; // persistent: device staging for one batch
   // streams, graph, zerocopy: false leaves the records on the device (no copy
   // back; zerocopy writes none), for runs that want only what the batches
-  // leave there (a flow table).
+  // leave there (a flow table; the element's packet-records=false).  The
+  // other modes write them all the same (Engine::writes_records).
   bool records_to_host = true;
   // Two or more: every batch is sharded by flow over these devices, each
   // share on its own engine of the mode (sharded_engine.h); device_id is
@@ -127,9 +128,11 @@ struct EngineSettings {
 // `b`: only the settings the mode reads count.
 inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
   if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
+  const bool copies_records = mode != Mode::Persistent; // streams, zerocopy, graph
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
          a.persistent_blocks == b.persistent_blocks && a.wait == b.wait &&
-         a.records_to_host == b.records_to_host && a.device_ids == b.device_ids;
+         (!copies_records || a.records_to_host == b.records_to_host) &&
+         a.device_ids == b.device_ids;
 }
 
 // Bytes moved between host and device, by copy engines or by kernels reading
@@ -152,6 +155,10 @@ public:
   // then has its results at once and pushes them from its own thread, with no
   // hand-off; wait_oldest() only retires it.
   virtual bool completes_inline() const { return false; }
+  // Whether submit() fills `results`: false only where
+  // EngineSettings::records_to_host was off and the engine honours it
+  // (streams, zerocopy, graph), whose records then stay on the device.
+  virtual bool writes_records() const { return true; }
 
   // Starts a validated batch; returns false with a message on failure.
   virtual bool submit(const uint8_t *batch, size_t batch_size, uint32_t packet_count,

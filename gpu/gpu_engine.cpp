@@ -162,6 +162,7 @@ public:
 
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return static_cast<unsigned>(slots_.size()); }
+  bool writes_records() const override { return records_to_host_; }
   GpuCounters counters() const override { return counters_.get(); }
   int flow_device() const override { return device_; }
   bool attach_flows(FlowStore *store) override {

@@ -461,6 +461,7 @@ std::unique_ptr<Engine> make_sharded_engine(Mode mode, const EngineSettings &set
     EngineSettings one = settings;
     one.device_ids.clear();
     one.device_id = device;
+    one.records_to_host = true; // the merge reads every share's records
     std::string why;
     std::unique_ptr<Engine> shard = make_one(mode, one, &why);
     if (!shard) {

@@ -171,7 +171,28 @@ GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
   const GstFlowReturn flow_ret = flows.add (records, count);
   if (flow_ret != GST_FLOW_OK)
     return flow_ret;
-  return gst_pad_push (srcpad_, item.take_results ());
+  return push_results (item);
+}
+
+/* The batch's records on the src pad, or with packet-records=false a gap
+ * in their place: time still advances downstream, and a sink there
+ * prerolls. */
+GstFlowReturn
+GppBatchRunner::push_results (PendingItem & item)
+{
+  if (item.push_records)
+    return gst_pad_push (srcpad_, item.take_results ());
+  GstClockTime pts = GST_BUFFER_PTS (item.batch);
+  const GstClockTime duration = GST_BUFFER_DURATION (item.batch);
+  item.release ();
+  if (!GST_CLOCK_TIME_IS_VALID (pts)) {
+    if (gap_sent_)
+      return GST_FLOW_OK;       /* one untimed gap is enough to preroll */
+    pts = 0;
+  }
+  gap_sent_ = true;
+  gst_pad_push_event (srcpad_, gst_event_new_gap (pts, duration));
+  return GST_FLOW_OK;
 }
 
 GstFlowReturn
@@ -306,7 +327,8 @@ GppBatchRunner::finish (PendingItem & item)
     item.release ();
     return GST_FLOW_ERROR;
   }
-  const auto *records = reinterpret_cast<const GppResult *> (item.results_map.data);
+  const auto *records = dispatch.engine ()->writes_records () ?
+      reinterpret_cast<const GppResult *> (item.results_map.data) : nullptr;
   account (item.mode, records, item.count, item.bytes, item.entry, item.first_capture_ns);
   const GstFlowReturn flow_ret = results.flushing () ? GST_FLOW_OK :
       flows.add (records, item.count);
@@ -314,12 +336,11 @@ GppBatchRunner::finish (PendingItem & item)
     item.release ();
     return flow_ret;
   }
-  GstBuffer *out = item.take_results ();
   if (results.flushing ()) {
-    gst_buffer_unref (out);
+    item.release ();
     return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
   }
-  return gst_pad_push (srcpad_, out);
+  return push_results (item);
 }
 
 void

@@ -107,7 +107,10 @@ private:
   GstPad *srcpad_;
   GppProcStats & stats_;
 
+  bool gap_sent_ = false;       /* packet-records=false: an untimed gap went out */
+
   GstFlowReturn finish (PendingItem & item);
+  GstFlowReturn push_results (PendingItem & item);
   bool settle_before_error ();
   void account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
       std::chrono::steady_clock::time_point entry, guint64 capture_ns);

@@ -7,6 +7,8 @@
  * array of 128-byte GppResult records (gpupacket/packet-result.h), one per
  * packet, in batch order.  Each results buffer keeps the batch's timestamps
  * and offsets and carries a GstPacketBatchMeta that refers to the batch.
+ * With packet-records=false a gap event takes each results buffer's place
+ * (for flows=true alone: the records then need not leave the GPU).
  *
  * The core parses the link layer (Ethernet with 802.1Q/802.1ad tags and MPLS,
  * Linux SLL/SLL2, raw IP, BSD loopback), IPv4 (options, fragments, header
@@ -48,6 +50,9 @@
  *     packetresultenc format=csv ! filesink location=trace.csv
  * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=4096 ! gpupacketproc mode=graph ! fakesink
  * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=64 ! gpupacketproc mode=persistent ! fakesink
+ * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=4096 ! gpupacketproc mode=zerocopy \
+ *     num-streams=32 packet-records=false flows=true name=p p.src ! fakesink \
+ *     p.flows ! queue ! packetresultenc format=jsonl ! filesink location=conn.jsonl
  * ]|
  */
 #include "gstgpupacketproc.h"
@@ -91,6 +96,7 @@ GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it to
 #define DEFAULT_PERSISTENT_BLOCKS (gpp::EngineSettings {}.persistent_blocks)
 #define DEFAULT_WAIT ((GstGpuPacketProcWait) gpp::EngineSettings {}.wait)
 #define DEFAULT_LOW_LATENCY FALSE
+#define DEFAULT_PACKET_RECORDS TRUE
 #define DEFAULT_FLOWS FALSE
 #define DEFAULT_FLOW_IDLE_TIMEOUT gpp::kDefaultFlowIdleTimeoutS
 #define DEFAULT_FLOW_ACTIVE_TIMEOUT gpp::kDefaultFlowActiveTimeoutS
@@ -132,6 +138,7 @@ enum
   PROP_PERSISTENT_BLOCKS,
   PROP_WAIT_STRATEGY,
   PROP_LOW_LATENCY,
+  PROP_PACKET_RECORDS,
   PROP_FLOWS,
   PROP_FLOW_IDLE_TIMEOUT,
   PROP_FLOW_ACTIVE_TIMEOUT,
@@ -169,6 +176,7 @@ struct _GstGpuPacketProc
   guint persistent_blocks;
   GstGpuPacketProcWait wait_strategy;
   gboolean low_latency;
+  gboolean packet_records;
   gboolean flows;
   guint flow_idle_timeout, flow_active_timeout, flow_max, community_id_seed;
   gchar *acl_path;
@@ -601,6 +609,7 @@ engine_settings_locked (GstGpuPacketProc * self)
   settings.persistent_blocks = self->persistent_blocks;
   settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
   settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
+  settings.records_to_host = self->packet_records;
   return settings;
 }
 
@@ -678,6 +687,7 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   config.dpi = item.dpi ? item.dpi->blob.data () : nullptr;
   const gpp::Mode mode = to_engine_mode (self->mode);
   const gpp::EngineSettings settings = engine_settings_locked (self);
+  item.push_records = self->packet_records;
   const bool low_latency = self->low_latency;
   const guint pool_size_mib = self->pool_size_mib;
   GST_OBJECT_UNLOCK (self);
@@ -976,6 +986,9 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     case PROP_LOW_LATENCY:
       self->low_latency = g_value_get_boolean (value);
       break;
+    case PROP_PACKET_RECORDS:
+      self->packet_records = g_value_get_boolean (value);
+      break;
     case PROP_FLOWS:
       self->flows = g_value_get_boolean (value);
       break;
@@ -1051,6 +1064,9 @@ gst_gpu_packet_proc_get_property_body (GObject * object, guint prop_id, GValue *
       break;
     case PROP_LOW_LATENCY:
       g_value_set_boolean (value, self->low_latency);
+      break;
+    case PROP_PACKET_RECORDS:
+      g_value_set_boolean (value, self->packet_records);
       break;
     case PROP_FLOWS:
       g_value_set_boolean (value, self->flows);
@@ -1291,6 +1307,13 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "itself, with no hand-off to the src pad's task: lower and steadier latency "
           "for one batch at a time, but batches no longer overlap (leave off for "
           "throughput)", DEFAULT_LOW_LATENCY, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_PACKET_RECORDS,
+      g_param_spec_boolean ("packet-records", "Packet records",
+          "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
+          "batch's place there, and streams, zerocopy and graph leave the records on the GPU "
+          "(no copy back; zerocopy writes none), for flows=true alone at the highest rate; "
+          "packets-malformed in stats is then not counted in those modes",
+          DEFAULT_PACKET_RECORDS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
       g_param_spec_boolean ("flows", "Flows",
           "Meter flows: every packet with an IP header is counted into its bidirectional "
@@ -1419,6 +1442,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
   self->wait_strategy = DEFAULT_WAIT;
   self->low_latency = DEFAULT_LOW_LATENCY;
+  self->packet_records = DEFAULT_PACKET_RECORDS;
   self->flows = DEFAULT_FLOWS;
   self->flow_idle_timeout = DEFAULT_FLOW_IDLE_TIMEOUT;
   self->flow_active_timeout = DEFAULT_FLOW_ACTIVE_TIMEOUT;

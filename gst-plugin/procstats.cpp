@@ -5,7 +5,7 @@ GppProcStats::account (gpp::Mode mode, const GppResult * records, uint32_t count
     guint64 bytes, guint64 latency_ns, bool has_capture_latency, guint64 capture_latency_ns)
 {
   guint64 malformed = 0;
-  for (uint32_t i = 0; i < count; i++)
+  for (uint32_t i = 0; records && i < count; i++)
     malformed += records[i].status != 0;
   std::lock_guard<std::mutex> guard (lock_);
   batches_++;

@@ -43,7 +43,9 @@ public:
 
   /* Counts a finished batch: `latency_ns` from chain entry to push,
    * `capture_latency_ns` from its first packet's capture (live sources
-   * only, else `has_capture_latency` is false).  TRUE when the mode's
+   * only, else `has_capture_latency` is false).  `records` NULL: the engine
+   * left them on the GPU (packet-records=false), nothing malformed is
+   * counted.  TRUE when the mode's
    * latency was just measured or moved: the element then posts a LATENCY
    * message. */
   bool account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,

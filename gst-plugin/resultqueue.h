@@ -45,6 +45,7 @@ struct PendingItem
   guint64 first_capture_ns = 0; /* capture time of the batch's first packet */
   std::chrono::steady_clock::time_point entry;
   gpp::Mode mode = gpp::Mode::Cpu;
+  bool push_records = true;     /* packet-records: false pushes a gap instead */
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
   std::shared_ptr<const gpp::DpiPatternSet> dpi;
 
@@ -108,6 +109,7 @@ private:
     std::swap (first_capture_ns, o.first_capture_ns);
     std::swap (entry, o.entry);
     std::swap (mode, o.mode);
+    std::swap (push_records, o.push_records);
     acl.swap (o.acl);
     dpi.swap (o.dpi);
   }

@@ -1017,6 +1017,47 @@ GST_START_TEST (test_proc_caps_records_timestamps_meta)
 
 GST_END_TEST;
 
+/* packet-records=false: no results buffer, a gap event in each batch's
+ * place (one untimed gap at most, so that sinks preroll), the batches still
+ * counted; back on while playing, the next batch's records come again. */
+GST_START_TEST (test_proc_packet_records_off)
+{
+  Proc p;
+  g_object_set (p.h->element, "packet-records", FALSE, NULL);
+  const Bytes batch = mixed_batch (9, 1);
+  fail_unless_equals_int (gst_harness_push (p.h, buffer_from (batch)), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_push (p.h, buffer_from (batch)), GST_FLOW_OK);
+  GstBuffer *timed = buffer_from (batch);
+  GST_BUFFER_PTS (timed) = 3 * GST_SECOND;
+  GST_BUFFER_DURATION (timed) = 40 * GST_MSECOND;
+  fail_unless_equals_int (gst_harness_push (p.h, timed), GST_FLOW_OK);
+  fail_unless_equals_int (gst_harness_buffers_in_queue (p.h), 0);
+  std::vector<std::pair<GstClockTime, GstClockTime>> gaps;
+  for (GstEvent *e; (e = gst_harness_try_pull_event (p.h)) != NULL; gst_event_unref (e)) {
+    if (GST_EVENT_TYPE (e) != GST_EVENT_GAP)
+      continue;
+    GstClockTime ts, duration;
+    gst_event_parse_gap (e, &ts, &duration);
+    gaps.emplace_back (ts, duration);
+  }
+  fail_unless_equals_int (gaps.size (), 2);
+  fail_unless_equals_uint64 (gaps[0].first, 0);
+  fail_unless_equals_uint64 (gaps[1].first, 3 * GST_SECOND);
+  fail_unless_equals_uint64 (gaps[1].second, 40 * GST_MSECOND);
+  GstStructure *s = p.stats ();
+  fail_unless_equals_uint64 (stat (s, "batches"), 3);
+  fail_unless_equals_uint64 (stat (s, "packets"), 3 * 9);
+  gst_structure_free (s);
+
+  g_object_set (p.h->element, "packet-records", TRUE, NULL);
+  std::vector<GppResult> r = p.process (batch);
+  fail_unless_equals_int (r.size (), 9);
+  fail_unless_equals_uint64 (r[8].packet_number, 9);
+  fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_proc_capture_batches)
 {
   CaptureRun run;
@@ -2108,6 +2149,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (src, test_pcapsrc_invalid_filter);
 
   tcase_add_test (proc, test_proc_caps_records_timestamps_meta);
+  tcase_add_test (proc, test_proc_packet_records_off);
   tcase_add_test (proc, test_proc_capture_batches);
   tcase_add_test (proc, test_proc_link_types);
   tcase_add_test (proc, test_proc_empty_batch);
