@@ -52,6 +52,8 @@ public:
   virtual uint32_t last_device_ns() const { return 0; }
   // Engine::last_device_phases of that batch.
   virtual gpp::DevicePhases last_device_phases() const { return {}; }
+  // Engine::writes_records: whether results are there to check.
+  virtual bool writes_records() const { return true; }
 };
 
 struct EngineSpec {
@@ -65,8 +67,9 @@ struct EngineSpec {
 // (only the first two with cpu_only).
 std::vector<EngineSpec> engine_specs(bool cpu_only);
 
+// records: EngineSettings::records_to_host.
 std::unique_ptr<Runner> make_runner(const EngineSpec &spec, int device, unsigned num_streams,
-                                    std::string *error);
+                                    bool records, std::string *error);
 
 struct ThroughputResult {
   std::string error;

@@ -64,6 +64,10 @@ struct Options {
   std::vector<std::string> engines;     // engine names (engine_specs)
   std::vector<uint32_t> sizes;          // batch sizes, packets
   std::vector<std::string> cells;       // "PROFILE/WORKLOAD"
+  // false (--no-records): the GPU engines leave their records on the device,
+  // so section B shows what a batch costs without the copy back (a ceiling
+  // for smaller records), unchecked, and no targets are evaluated.
+  bool records = true;
   std::string command_line;
 };
 
@@ -132,6 +136,10 @@ void usage(FILE *f) {
                "  --cells LIST only these cells of the grid (comma-separated PROFILE/WORKLOAD,\n"
                "               e.g. pcap-1500B/+et2024); targets without their points read\n"
                "               NOT MEASURED\n"
+               "  --no-records streams, zerocopy and graph leave their records on the device\n"
+               "               (EngineSettings::records_to_host=false): section B's cost of a\n"
+               "               batch without the copy back; those points are not checked\n"
+               "               against the CPU, and the targets are not evaluated\n"
                "exit: 0 ran, 1 a measurement failed, 2 usage, 3 watchdog, 77 no usable GPU\n",
                gpp::kDefaultNumStreams, kMaxBenchBatch);
 }
@@ -209,6 +217,8 @@ bool parse_options(int argc, char **argv, Options *o) {
           o->cells.push_back(item);
         }
       }
+    } else if (a == "--no-records") {
+      o->records = false;
     } else if (a == "--help" || a == "-h") {
       usage(stdout);
       std::exit(0);
@@ -1623,6 +1633,9 @@ int main(int argc, char **argv) {
                                       std::to_string(opt.streams) + ", wait spin" +
                                       (opt.gst ? ", with --gst" : ", without --gst") +
                                       (opt.cpu_only ? ", --cpu-only (no GPU rows)" : "") +
+                                      (opt.records ? "" : ", --no-records (streams, zerocopy and "
+                                                          "graph records left on the device, "
+                                                          "unchecked; no targets)") +
                                       section_b_filters(opt));
   std::printf("gpupacket-bench: %s, CUDA driver %s, runtime %s, %s run\n", run.device_name.c_str(),
               version_text(driver).c_str(), version_text(runtime).c_str(), opt.quick ? "quick" : "full");
@@ -1655,6 +1668,7 @@ int main(int argc, char **argv) {
   go.cpu_only = opt.cpu_only;
   go.device = opt.device;
   go.streams = opt.streams;
+  go.records = opt.records;
   if (opt.grid != "realistic") go.cells = stress_cells();
   if (realistic)
     for (const Cell &c : realistic_cells())
@@ -1710,7 +1724,8 @@ int main(int argc, char **argv) {
     section_b(run, grid);
     if (opt.gst) section_c(run, grid);
   }
-  targets(run, have_grid ? &grid : nullptr);
+  // Without records the GPU rows are not what a user gets: no targets.
+  if (opt.records) targets(run, have_grid ? &grid : nullptr);
   watchdog.disarm();
 
   const double seconds = (now_ns() - started) / 1e9;

@@ -268,7 +268,7 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
   for (const EngineSpec &spec : specs()) {
     phase("B: " + spec.name + " start", 60);
     std::string error;
-    std::unique_ptr<Runner> r = make_runner(spec, opt_.device, opt_.streams, &error);
+    std::unique_ptr<Runner> r = make_runner(spec, opt_.device, opt_.streams, opt_.records, &error);
     if (!r) {
       engine_errors[spec.name] = error;
       errors->push_back("B " + spec.name + ": " + error);

@@ -23,6 +23,7 @@ struct GridOptions {
   bool quick = false, cpu_only = false;
   int device = 0;
   unsigned streams = gpp::kDefaultNumStreams;
+  bool records = true; // false: EngineSettings::records_to_host off (--no-records)
   std::vector<uint32_t> sizes;     // batch sizes, packets, of the stress cells
   std::vector<uint32_t> realistic_sizes; // of the realistic cells
   std::vector<Cell> cells;         // what to measure (stress_cells(), realistic_cells())
