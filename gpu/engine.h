@@ -116,7 +116,8 @@ struct EngineSettings {
   // streams, graph, zerocopy: false leaves the records on the device (no copy
   // back; zerocopy writes none), for runs that want only what the batches
   // leave there (a flow table; the element's packet-records=false).  The
-  // other modes write them all the same (Engine::writes_records).
+  // other modes, and several devices (device_ids), write them all the same
+  // (Engine::writes_records).
   bool records_to_host = true;
   // Two or more: every batch is sharded by flow over these devices, each
   // share on its own engine of the mode (sharded_engine.h); device_id is
@@ -128,7 +129,9 @@ struct EngineSettings {
 // `b`: only the settings the mode reads count.
 inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
   if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
-  const bool copies_records = mode != Mode::Persistent; // streams, zerocopy, graph
+  // Streams, zerocopy and graph on one device honour records_to_host
+  // (several devices' shares always return theirs, for the merge).
+  const bool copies_records = mode != Mode::Persistent && a.device_ids.size() < 2;
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
          a.persistent_blocks == b.persistent_blocks && a.wait == b.wait &&
          (!copies_records || a.records_to_host == b.records_to_host) &&

@@ -40,11 +40,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cpu_engine.h"
 #include "engine.h"
@@ -153,6 +155,7 @@ class SimulatedEngine final : public Engine {
 public:
   SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault, bool instant)
       : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault), instant_(instant),
+        records_to_host_(s.records_to_host || mode == Mode::Persistent),
         worker_([this] { run(); }) {
     sim_log("made", mode);
   }
@@ -172,6 +175,8 @@ public:
 
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return slots_; }
+  // As the real engines: streams, zerocopy and graph honour records_to_host.
+  bool writes_records() const override { return records_to_host_; }
   // As the real engines: every mode's table is on the device.
   int flow_device() const override { return 0; }
   bool attach_flows(FlowStore *store) override {
@@ -202,13 +207,22 @@ public:
     if (fault_.kind == Fault::SubmitThrow && submits_ == fault_.at)
       throw std::runtime_error("simulated fault: submit " + std::to_string(submits_) + " threw");
     if (flows_) flows_->queued();
+    // Records left "on the device" go to a buffer of the job's own; the
+    // caller's is poisoned, so that a caller reading it anyway sees garbage
+    // (as it would on a GPU), not the right answer by luck.
+    std::shared_ptr<std::vector<GppResult>> device_records;
+    if (!records_to_host_) {
+      std::memset(static_cast<void *>(results), 0xa5, static_cast<size_t>(count) * sizeof(GppResult));
+      device_records = std::make_shared<std::vector<GppResult>>(count);
+      results = device_records->data();
+    }
     if (instant_) {
       process_batch_range(batch, cfg, results, 0, count);
       if (flows_) flows_->update(results, count);
     }
-    jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_, flows_});
+    jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_, flows_, device_records});
     counters_.bytes_h2d += batch_size;
-    counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
+    if (records_to_host_) counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
     if (!instant_) changed_.notify_all(); // the worker has nothing to do for instant ones
     return true;
   }
@@ -250,6 +264,7 @@ private:
     bool done;
     unsigned long submit_index;
     SimFlowStore *flows; // counts the batch before it is done
+    std::shared_ptr<std::vector<GppResult>> device_records; // results, without records_to_host
   };
 
   // Finishes jobs in order, each after 0..200 us, like a GPU queue would.
@@ -280,6 +295,7 @@ private:
   unsigned slots_;
   const Fault fault_;
   const bool instant_;
+  const bool records_to_host_;
   unsigned long submits_ = 0, waits_ = 0, idles_ = 0;
   bool lost_ = false;
   mutable std::mutex mutex_;

@@ -35,8 +35,10 @@ constexpr unsigned kLoadsInFlight = 8;
 constexpr uint32_t kSoloStageBytes = 128 << 10;
 // ...and only when each block's share is small: a few blocks each reading a
 // large share have it sooner themselves (1024 x 64 B, 24.5 KB a block over 4
-// blocks: through block 0 the job took 24.5 instead of 20.4 us p50 on the
-// H200), while 64 x 64 B with ACL (1.5 KB a block over 4) gains 2 us.
+// blocks: through block 0 the job took 24.8-26.2 instead of 21.6-22.2 us p50
+// on the H200, BENCHMARKS.md), while 64 x 64 B with ACL (1.5 KB a block over
+// 4) gains 2 us.  A block reads chunks c, c + gridDim.x, ...: its share is
+// the batch over min(chunks, gridDim.x).
 constexpr uint32_t kSoloStageMaxShare = 8 << 10;
 constexpr uint64_t kPointerMask = (uint64_t{1} << kPersistentTagShift) - 1;
 
@@ -289,7 +291,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
     // (A single block would only copy it twice.)
     const bool staged_by_0 = fanned_out && gridDim.x > 1 &&
                              job.head.batch_size <= kSoloStageBytes &&
-                             job.head.batch_size <= chunks * kSoloStageMaxShare;
+                             job.head.batch_size <= min(chunks, gridDim.x) * kSoloStageMaxShare;
     if (blockIdx.x == 0 && staged_by_0) {
       stage<From::Host>(job.batch, staging, 0, job.head.batch_size);
       __syncthreads(); // every thread's copy before thread 0's release below

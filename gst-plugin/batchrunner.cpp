@@ -191,6 +191,8 @@ GppBatchRunner::push_results (PendingItem & item)
     pts = 0;
   }
   gap_sent_ = true;
+  /* Its result is not the stream's: with packet-records=false the src pad
+   * may well be unlinked (flows alone), and the batches must go on. */
   gst_pad_push_event (srcpad_, gst_event_new_gap (pts, duration));
   return GST_FLOW_OK;
 }
@@ -281,6 +283,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
               gpp::mode_name (mode)), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
+  item.records_written = dispatch.engine ()->writes_records ();
   /* A table on the GPU: the batch counts itself there; flows that ended
    * before it go out now (a due sweep waits for this batch's update). */
   const bool count_flows = flows.on_device ();
@@ -327,7 +330,7 @@ GppBatchRunner::finish (PendingItem & item)
     item.release ();
     return GST_FLOW_ERROR;
   }
-  const auto *records = dispatch.engine ()->writes_records () ?
+  const auto *records = item.records_written ?
       reinterpret_cast<const GppResult *> (item.results_map.data) : nullptr;
   account (item.mode, records, item.count, item.bytes, item.entry, item.first_capture_ns);
   const GstFlowReturn flow_ret = results.flushing () ? GST_FLOW_OK :

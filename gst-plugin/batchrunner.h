@@ -98,6 +98,14 @@ public:
     results.start_flushing ();
     dispatch.pools.wake ();
   }
+  /* FLUSH_STOP, nothing in flight and the task paused: open flows are
+   * dropped, and with packet-records=false the next batch sends an untimed
+   * gap again (a flushing seek makes the sinks preroll again). */
+  void flushed ()
+  {
+    flows.flushed ();
+    gap_sent_ = false;
+  }
   /* Pads inactive, task stopped: retires what the GPU still holds and
    * releases the engine. */
   void retire_all ();
@@ -107,7 +115,7 @@ private:
   GstPad *srcpad_;
   GppProcStats & stats_;
 
-  bool gap_sent_ = false;       /* packet-records=false: an untimed gap went out */
+  bool gap_sent_ = false;       /* packet-records=false: a gap went out since the last flush */
 
   GstFlowReturn finish (PendingItem & item);
   GstFlowReturn push_results (PendingItem & item);

@@ -127,6 +127,11 @@ GppFlowOutput::add (const GppResult * records, uint32_t count)
   }
   if (on_device ())
     return GST_FLOW_OK;
+  if (!records) {
+    /* Only engines with a table of their own leave the records on the GPU. */
+    post_error ("Flow metering failed.", "a host flow table got no records");
+    return GST_FLOW_ERROR;
+  }
   meter_->add (records, count);
   return sweep ();
 }

@@ -481,7 +481,7 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
         /* The task retires what the GPU still holds, discarding it. */
         st->results.stop_flushing ();
         st->idle_engine ();
-        st->flows.flushed ();   /* nothing in flight: the task is paused */
+        st->flushed ();         /* nothing in flight: the task is paused */
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
       }
@@ -1310,9 +1310,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
   g_object_class_install_property (gobject_class, PROP_PACKET_RECORDS,
       g_param_spec_boolean ("packet-records", "Packet records",
           "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
-          "batch's place there, and streams, zerocopy and graph leave the records on the GPU "
-          "(no copy back; zerocopy writes none), for flows=true alone at the highest rate; "
-          "packets-malformed in stats is then not counted in those modes",
+          "batch's place there, and streams, zerocopy and graph on one device leave the "
+          "records on the GPU (no copy back; zerocopy writes none), for flows=true alone at "
+          "the highest rate; packets-malformed in stats is then not counted in those modes",
           DEFAULT_PACKET_RECORDS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
       g_param_spec_boolean ("flows", "Flows",

@@ -46,6 +46,7 @@ struct PendingItem
   std::chrono::steady_clock::time_point entry;
   gpp::Mode mode = gpp::Mode::Cpu;
   bool push_records = true;     /* packet-records: false pushes a gap instead */
+  bool records_written = true;  /* false: the engine left them on the GPU */
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
   std::shared_ptr<const gpp::DpiPatternSet> dpi;
 
@@ -110,6 +111,7 @@ private:
     std::swap (entry, o.entry);
     std::swap (mode, o.mode);
     std::swap (push_records, o.push_records);
+    std::swap (records_written, o.records_written);
     acl.swap (o.acl);
     dpi.swap (o.dpi);
   }

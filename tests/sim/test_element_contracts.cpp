@@ -19,6 +19,11 @@
 //              each shard's figures after its engine is gone: over a mode
 //              switch and after PAUSED->READY, shard-N-packets add up to
 //              every packet pushed, with shard-N-device-id N.
+//   records    packet-records=false in mode=streams (the simulated engine,
+//              like the real one, then leaves the records "on the device"
+//              and poisons the results buffer): no results buffer, one
+//              untimed gap, every packet counted and none read as malformed
+//              (a poisoned record would be).
 //   cycles     100 PLAYING <-> NULL cycles in mode=cpu, a few batches and EOS
 //              each, every result out each time (the GPU modes' cycles are
 //              test-gpu-modes' leaks section); the sanitizer build checks
@@ -287,6 +292,33 @@ void check_shard_stats() {
   g_unsetenv("GPP_SIM_DEVICES");
 }
 
+void check_packet_records_off() {
+  GstHarness *h = start("mode=streams packet-records=false");
+  GstElement *proc = gst_harness_find_element(h, "gpupacketproc");
+  constexpr uint32_t kPackets = 64, kBatches = 3;
+  for (uint32_t i = 0; i < kBatches; ++i) {
+    const std::vector<uint8_t> batch = make_flow_batch(kPackets, 1 + i * kPackets);
+    if (gst_harness_push(h, gst_buffer_new_memdup(batch.data(), batch.size())) != GST_FLOW_OK)
+      fail("records: a batch failed");
+  }
+  gst_harness_push_event(h, gst_event_new_eos()); // returns once every batch is out
+  int gaps = 0;
+  for (GstEvent *e; (e = gst_harness_try_pull_event(h)) != nullptr; gst_event_unref(e))
+    gaps += GST_EVENT_TYPE(e) == GST_EVENT_GAP;
+  GstStructure *s = nullptr;
+  g_object_get(proc, "stats", &s, nullptr);
+  const guint64 packets = stat_u64(s, "packets"), malformed = stat_u64(s, "malformed");
+  const guint buffers = gst_harness_buffers_in_queue(h);
+  const bool ok = buffers == 0 && gaps == 1 && packets == kPackets * kBatches && malformed == 0;
+  std::printf("%s packet-records=false, mode=streams: %u results buffers, %d gaps, %" G_GUINT64_FORMAT
+              " packets, %" G_GUINT64_FORMAT " malformed\n",
+              ok ? "ok  " : "FAIL", buffers, gaps, packets, malformed);
+  if (!ok) ++g_failures;
+  if (s) gst_structure_free(s);
+  gst_object_unref(proc);
+  gst_harness_teardown(h);
+}
+
 void check_cpu_cycles() {
   constexpr int kCycles = 100, kBatches = 4;
   GstHarness *h = start("mode=cpu");
@@ -361,6 +393,7 @@ int main(int argc, char **argv) {
   check_engine_kept("persistent");
   check_engine_kept("streams");
   check_shard_stats();
+  check_packet_records_off();
   check_cpu_cycles();
   std::printf(g_failures ? "%d FAILED\n" : "PASS\n", g_failures);
   return g_failures ? 1 : 0;
