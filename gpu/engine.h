@@ -33,20 +33,27 @@ struct ModeInfo {
   Mode mode;
   const char *name; // property value, stats key prefix
   const char *description;
+  // Honours EngineSettings::records_to_host=false on one device (the records
+  // then stay on the GPU; Engine::writes_records).
+  bool can_keep_records;
 };
 inline constexpr ModeInfo kModes[] = {
-    {Mode::Cpu, "cpu", "The packet core on host threads (see cpu-threads)"},
+    {Mode::Cpu, "cpu", "The packet core on host threads (see cpu-threads)", false},
     {Mode::Streams, "streams",
      "GPU: async copy in, kernel, copy out on num-streams CUDA streams, several batches in "
-     "flight (throughput)"},
+     "flight (throughput)",
+     true},
     {Mode::ZeroCopy, "zerocopy",
-     "GPU: the kernel reads batches from and writes results to pinned host memory, no copies"},
+     "GPU: the kernel reads batches from and writes results to pinned host memory, no copies",
+     true},
     {Mode::Graph, "graph",
      "GPU: copy-kernel-copy as a CUDA graph per stream, updated and replayed per batch (lower "
-     "launch cost)"},
+     "launch cost)",
+     true},
     {Mode::Persistent, "persistent",
      "GPU: a resident kernel polls a work queue in mapped memory (lowest latency; keeps a host "
-     "core and the GPU busy)"},
+     "core and the GPU busy)",
+     false},
 };
 constexpr int kModeCount = sizeof kModes / sizeof kModes[0];
 
@@ -63,6 +70,13 @@ inline const char *mode_name(Mode m) {
 }
 
 inline bool is_gpu_mode(Mode m) { return m != Mode::Cpu; }
+
+// Whether an engine of `m` leaves its records on the GPU when told to
+// (EngineSettings::records_to_host); several devices' shares never do.
+inline bool mode_can_keep_records(Mode m) {
+  const int i = static_cast<int>(m);
+  return i >= 0 && i < kModeCount && kModes[i].can_keep_records;
+}
 
 // How the host learns that a batch is done.
 enum class WaitStrategy : int {
@@ -116,8 +130,8 @@ struct EngineSettings {
   // streams, graph, zerocopy: false leaves the records on the device (no copy
   // back; zerocopy writes none), for runs that want only what the batches
   // leave there (a flow table; the element's packet-records=false).  The
-  // other modes, and several devices (device_ids), write them all the same
-  // (Engine::writes_records).
+  // other modes (mode_can_keep_records), and several devices (device_ids),
+  // write them all the same (Engine::writes_records).
   bool records_to_host = true;
   // Two or more: every batch is sharded by flow over these devices, each
   // share on its own engine of the mode (sharded_engine.h); device_id is
@@ -129,9 +143,8 @@ struct EngineSettings {
 // `b`: only the settings the mode reads count.
 inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
   if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
-  // Streams, zerocopy and graph on one device honour records_to_host
-  // (several devices' shares always return theirs, for the merge).
-  const bool copies_records = mode != Mode::Persistent && a.device_ids.size() < 2;
+  // Several devices' shares always return their records, for the merge.
+  const bool copies_records = mode_can_keep_records(mode) && a.device_ids.size() < 2;
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
          a.persistent_blocks == b.persistent_blocks && a.wait == b.wait &&
          (!copies_records || a.records_to_host == b.records_to_host) &&

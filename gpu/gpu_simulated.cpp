@@ -155,7 +155,7 @@ class SimulatedEngine final : public Engine {
 public:
   SimulatedEngine(Mode mode, const EngineSettings &s, Fault fault, bool instant)
       : mode_(mode), slots_(std::max(1u, s.num_streams)), fault_(fault), instant_(instant),
-        records_to_host_(s.records_to_host || mode == Mode::Persistent),
+        records_to_host_(s.records_to_host || !mode_can_keep_records(mode)),
         worker_([this] { run(); }) {
     sim_log("made", mode);
   }
@@ -175,7 +175,7 @@ public:
 
   Mode mode() const override { return mode_; }
   unsigned slots() const override { return slots_; }
-  // As the real engines: streams, zerocopy and graph honour records_to_host.
+  // As the real engines (mode_can_keep_records).
   bool writes_records() const override { return records_to_host_; }
   // As the real engines: every mode's table is on the device.
   int flow_device() const override { return 0; }
