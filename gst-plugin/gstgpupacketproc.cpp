@@ -1312,7 +1312,7 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
           "batch's place there, and streams, zerocopy and graph on one device leave the "
           "records on the GPU (no copy back; zerocopy writes none), for flows=true alone at "
-          "the highest rate; packets-malformed in stats is then not counted in those modes",
+          "the highest rate; malformed in stats is then not counted in those modes",
           DEFAULT_PACKET_RECORDS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
       g_param_spec_boolean ("flows", "Flows",
