@@ -49,14 +49,13 @@ std::string schedule_name(const std::vector<uint32_t> &ends) {
 int main(int argc, char **argv) {
   long packets = 200000;
   std::vector<std::string> files;
+  bool usage_error = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--packets") && i + 1 < argc) packets = std::atol(argv[++i]);
-    else if (argv[i][0] == '-' || packets <= 0) {
-      std::fprintf(stderr, "usage: %s [--packets N] RULES...\n", argv[0]);
-      return 2;
-    } else files.push_back(argv[i]);
+    else if (argv[i][0] == '-') usage_error = true;
+    else files.push_back(argv[i]);
   }
-  if (files.empty() || packets <= 0) {
+  if (usage_error || files.empty() || packets <= 0) {
     std::fprintf(stderr, "usage: %s [--packets N] RULES...\n", argv[0]);
     return 2;
   }
@@ -80,6 +79,14 @@ int main(int argc, char **argv) {
     cfg.acl = set->blob.data();
     cfg.acl_default_action = GPP_ACL_ALLOW;
 
+    // Each schedule's phase ends within this set's tuples, the last the rest.
+    std::vector<std::vector<uint32_t>> phase_ends;
+    for (const std::vector<uint32_t> &schedule : kSchedules) {
+      std::vector<uint32_t> ends;
+      for (uint32_t end : schedule) ends.push_back(end < tuples ? end : tuples);
+      ends.push_back(tuples);
+      phase_ends.push_back(ends);
+    }
     uint64_t classified = 0, all = 0, perfect = 0;
     std::vector<uint64_t> phased(kSchedules.size(), 0);
     std::vector<uint32_t> hit(tuples);
@@ -98,10 +105,7 @@ int main(int argc, char **argv) {
       }
       for (size_t s = 0; s < kSchedules.size(); ++s) {
         uint32_t best = gpp::kAclNoRule, from = 0;
-        std::vector<uint32_t> ends = kSchedules[s];
-        ends.push_back(tuples);
-        for (uint32_t end : ends) {
-          end = end < tuples ? end : tuples;
+        for (const uint32_t end : phase_ends[s]) {
           uint32_t phase_best = best;
           for (uint32_t t = from; t < end; ++t) {
             if (v.tuples[t].min_rule >= best) continue; // cannot hold an earlier match
@@ -109,7 +113,7 @@ int main(int argc, char **argv) {
             if (hit[t] < phase_best) phase_best = hit[t];
           }
           best = phase_best;
-          from = end > from ? end : from;
+          from = end > from ? end : from; // ends past the set's tuples all clamp to it
         }
         if (best != first) {
           std::fprintf(stderr, "%s: packet %ld: schedule %s found rule %u, not %u\n",

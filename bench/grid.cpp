@@ -176,12 +176,15 @@ std::vector<std::vector<uint8_t>> Grid::batch_bytes(const std::string &profile,
   return out;
 }
 
+bool Grid::selected(const std::string &engine) const {
+  return opt_.engines.empty() ||
+         std::find(opt_.engines.begin(), opt_.engines.end(), engine) != opt_.engines.end();
+}
+
 std::vector<EngineSpec> Grid::specs() const {
   std::vector<EngineSpec> out;
   for (const EngineSpec &s : engine_specs(opt_.cpu_only))
-    if (opt_.engines.empty() ||
-        std::find(opt_.engines.begin(), opt_.engines.end(), s.name) != opt_.engines.end())
-      out.push_back(s);
+    if (selected(s.name)) out.push_back(s);
   return out;
 }
 
@@ -313,9 +316,7 @@ void Grid::run(const Phase &phase, std::vector<std::string> *errors) {
     r.reset();
   }
   // The host's CPU ceiling: every core on batches of its own.
-  if (!opt_.engines.empty() && std::find(opt_.engines.begin(), opt_.engines.end(),
-                                         kCpuParallelEngine) == opt_.engines.end())
-    return;
+  if (!selected(kCpuParallelEngine)) return;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const Cell &c : opt_.cells)
     for (uint32_t n : sizes(c)) {

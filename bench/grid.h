@@ -74,6 +74,7 @@ public:
   bool has(const std::string &profile, const std::string &workload) const;
   std::vector<std::string> engine_names() const; // of specs()
   std::vector<EngineSpec> specs() const;        // engine_specs() less those left out (GridOptions::engines)
+  bool selected(const std::string &engine) const; // kept by GridOptions::engines
   std::string parallel_name() const; // "cpu-Nx1"
   const GridPoint *point(const std::string &engine, const std::string &profile,
                          const std::string &workload, uint32_t batch) const;
