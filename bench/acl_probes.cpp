@@ -16,7 +16,16 @@
 //              ascending), a later phase skipping the tuples that cannot beat
 //              the best match of the phases before it: what a block could
 //              do with a barrier between phases.
+// and what those probes of every tuple read, a packet: hash-table tags, slots
+// loaded (a tag match), rule entries walked in slots without a bitmap index,
+// and slots searched through their index.  A probe is not a unit of cost:
+// one that meets an empty tag reads one byte, one that walks a slot's rules
+// waits a memory round trip per few rules.  The walked slot that most packets
+// visit is named (a catch-all slot just under kAclIndexMinRules rules is
+// walked by every packet).  The counting walk is checked against
+// gpp::acl_probe()'s answer for every probe.
 // Exit 0, 1 on a bad rule file, 2 on usage.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +42,44 @@ namespace {
 // the rest).
 const std::vector<std::vector<uint32_t>> kSchedules = {
     {1}, {2}, {4}, {2, 4}, {2, 6}, {1, 2, 4, 8}};
+
+// What one IPv4 probe of tuple `t` reads, with no bound (as the GPU's
+// block probes); acl.h's acl_probe_v4 step by step.  Returns the rule it finds.
+struct ProbeWork {
+  uint64_t tags = 0, slots = 0, entries = 0, indexed = 0;
+};
+
+uint32_t counted_probe_v4(const gpp::AclView &v, uint32_t t, const GppResult &r, ProbeWork &work,
+                          std::vector<uint64_t> &walks) {
+  const gpp::AclTuple &tuple = v.tuples[t];
+  const uint32_t src = gpp::acl_load_be32(r.src), dst = gpp::acl_load_be32(r.dst);
+  const uint32_t ks = src & gpp::acl_mask32(tuple.src_len), kd = dst & gpp::acl_mask32(tuple.dst_len);
+  const uint32_t hash = gpp::acl_hash32(ks, kd);
+  const gpp::AclPorts q = gpp::acl_ports(r);
+  for (uint32_t i = hash & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
+    const uint32_t at = tuple.slot_offset + i;
+    ++work.tags;
+    if (v.tags[at] == 0) return gpp::kAclNoRule;
+    if (v.tags[at] != gpp::acl_slot_tag(hash)) continue;
+    ++work.slots;
+    const gpp::AclSlot &slot = v.slots[at];
+    if (gpp::acl_load_be32(slot.src) != ks || gpp::acl_load_be32(slot.dst) != kd) continue;
+    if (slot.index) {
+      ++work.indexed;
+      return gpp::acl_probe(v, t, r, q, gpp::kAclNoRule);
+    }
+    ++walks[at];
+    for (uint32_t e = 0; e < slot.count; ++e) {
+      ++work.entries;
+      const gpp::AclRule &rule = v.entry_rules[slot.first + e];
+      if (gpp::acl_ports_match(rule, q.sport, q.dport, q.proto) &&
+          (src & gpp::acl_mask32(rule.src_len)) == gpp::acl_load_be32(rule.src) &&
+          (dst & gpp::acl_mask32(rule.dst_len)) == gpp::acl_load_be32(rule.dst))
+        return v.entries[slot.first + e];
+    }
+    return gpp::kAclNoRule;
+  }
+}
 
 std::string schedule_name(const std::vector<uint32_t> &ends) {
   std::string name;
@@ -87,9 +134,12 @@ int main(int argc, char **argv) {
       ends.push_back(tuples);
       phase_ends.push_back(ends);
     }
-    uint64_t classified = 0, all = 0, perfect = 0;
+    uint64_t classified = 0, all = 0, perfect = 0, ipv4 = 0;
     std::vector<uint64_t> phased(kSchedules.size(), 0);
     std::vector<uint32_t> hit(tuples);
+    ProbeWork work;
+    // Walks per slot (the slots array ends where the entries begin).
+    std::vector<uint64_t> walks((v.h->entries_offset - v.h->slots_offset) / sizeof(gpp::AclSlot), 0);
     for (long i = 0; i < packets; ++i) {
       const std::vector<uint8_t> &frame = traffic.next();
       const uint32_t length = static_cast<uint32_t>(frame.size());
@@ -98,10 +148,18 @@ int main(int argc, char **argv) {
       if (!gpp::acl_classifiable(r)) continue;
       ++classified;
       const uint32_t first = r.acl_rule < 0 ? gpp::kAclNoRule : static_cast<uint32_t>(r.acl_rule);
+      ipv4 += r.ip_version == 4;
       for (uint32_t t = 0; t < tuples; ++t) {
         hit[t] = gpp::acl_probe(v, t, r, gpp::acl_ports(r), gpp::kAclNoRule);
         all += 1;
         perfect += v.tuples[t].min_rule <= first;
+        if (r.ip_version != 4 || v.tuples[t].ip_version != 4) continue;
+        const uint32_t counted = counted_probe_v4(v, t, r, work, walks);
+        if (counted != hit[t]) {
+          std::fprintf(stderr, "%s: packet %ld, tuple %u: the counting walk found rule %u, "
+                       "acl_probe %u\n", file.c_str(), i + 1, t, counted, hit[t]);
+          return 1;
+        }
       }
       for (size_t s = 0; s < kSchedules.size(); ++s) {
         uint32_t best = gpp::kAclNoRule, from = 0;
@@ -128,6 +186,21 @@ int main(int argc, char **argv) {
     std::printf("  %-16s %6.2f\n  %-16s %6.2f\n", "all", all / n, "perfect cut-off", perfect / n);
     for (size_t s = 0; s < kSchedules.size(); ++s)
       std::printf("  phases %-9s %6.2f\n", schedule_name(kSchedules[s]).c_str(), phased[s] / n);
+    if (ipv4) {
+      const double n4 = static_cast<double>(ipv4);
+      std::printf("  every IPv4 tuple probed, a packet reads: %.2f tags, %.2f slots, %.2f rule "
+                  "entries walked, %.2f slots through their index\n",
+                  work.tags / n4, work.slots / n4, work.entries / n4, work.indexed / n4);
+      const auto most = std::max_element(walks.begin(), walks.end());
+      if (most != walks.end() && *most) {
+        const gpp::AclSlot &slot = v.slots[most - walks.begin()];
+        uint32_t t = 0;
+        while (t + 1 < tuples && v.tuples[t + 1].slot_offset <= most - walks.begin()) ++t;
+        std::printf("  most walked slot: %u rules (tuple %u, /%u /%u), walked by %.0f %% of "
+                    "the packets\n", slot.count, t, v.tuples[t].src_len, v.tuples[t].dst_len,
+                    100.0 * *most / n4);
+      }
+    }
   }
   return 0;
 }
