@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
   for (int n = 1; last_t < o.minutes * 60 - 1e-9; ++n) {
     const double due = std::min(n * o.interval_s, o.minutes * 60);
     GstMessage *msg = gst_bus_timed_pop_filtered(
-        bus, static_cast<GstClockTime>((due - last_t) * GST_SECOND),
+        bus, static_cast<GstClockTime>(std::max(0.0, due - last_t) * GST_SECOND), // a late sample waits 0
         static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
     if (msg) {
       GError *err = nullptr;

@@ -24,6 +24,7 @@ def start_collector(store, port, nfcapd="nfcapd"):
     collector = subprocess.Popen([nfcapd, "-w", store, "-p", str(port), "-b", "127.0.0.1"],
                                  stdout=subprocess.DEVNULL, stderr=log)
     collector.gpp_log = log
+    collector.gpp_port = port
     deadline = time.time() + 30
     while time.time() < deadline:
         if collector.poll() is not None:
@@ -84,8 +85,25 @@ def start_collector_on_free_port(store, nfcapd="nfcapd", attempts=5):
     return start_collector(store, port, nfcapd), port
 
 
-def stop_collector(collector):
-    """SIGTERM: nfcapd writes out what it holds and exits."""
+def _udp_queued(port):
+    """Bytes waiting in the receive queues of UDP sockets bound to `port`."""
+    queued = 0
+    with open("/proc/net/udp") as table:
+        next(table)
+        for line in table:
+            fields = line.split()
+            if int(fields[1].split(":")[1], 16) == port:
+                queued += int(fields[4].split(":")[1], 16)
+    return queued
+
+
+def stop_collector(collector, drain_s=10):
+    """SIGTERM: nfcapd writes out what it holds and exits.  First, up to
+    `drain_s`, until it has read every datagram waiting for it (on a loaded
+    machine it may lag the exporter; what it never read would count as lost)."""
+    deadline = time.time() + drain_s
+    while collector.poll() is None and _udp_queued(collector.gpp_port) and time.time() < deadline:
+        time.sleep(0.02)
     collector.send_signal(signal.SIGTERM)
     try:
         collector.wait(timeout=30)

@@ -88,16 +88,25 @@ run("rate=10000 num-buffers=20 batch-size=100")
 elapsed = time.monotonic() - start
 check("rate paces the batches", elapsed >= 0.17, f"{elapsed:.2f} s")
 
-# A slow rate never holds up a stop: the pacing wait ends on unlock.
-proc = subprocess.Popen([GST_LAUNCH, "-q", "packettestsrc", "rate=1", "batch-size=64", "!",
-                         "fakesink"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+# A slow rate never holds up a stop: the pacing wait ends on unlock.  The
+# signal goes once gst-launch-1.0 is PLAYING (its SIGINT handler is in place
+# by then: before it, the signal would just end the process) and the source
+# is well into its wait; the stop must be gst-launch-1.0's own, exit 0.
+proc = subprocess.Popen([GST_LAUNCH, "packettestsrc", "rate=1", "batch-size=64", "!",
+                         "fakesink"], env=ENV, stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT, text=True)
+for line in proc.stdout:
+    if "PLAYING" in line:
+        break
 time.sleep(1.5)
 proc.send_signal(2)  # SIGINT: gst-launch-1.0 stops the pipeline (to NULL)
 try:
-    proc.wait(timeout=10)
-    check("stop during a rate wait", True)
+    output, _ = proc.communicate(timeout=10)
+    check("stop during a rate wait", proc.returncode == 0 and "handling interrupt" in output,
+          f"exit {proc.returncode}: {output[-300:]!r}")
 except subprocess.TimeoutExpired:
     proc.kill()
+    proc.communicate()
     check("stop during a rate wait", False, "still waiting 10 s after SIGINT")
 
 # Bad input: a clear error naming the file.

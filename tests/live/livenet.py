@@ -187,13 +187,16 @@ class BatchRecorder:
         self.Gst = Gst
         self.lock = threading.Condition()
         self.batches = []       # (push wall time ns, [packets])
+        self.packet_count = 0   # packets in them
         pad.add_probe(Gst.PadProbeType.BUFFER, self._probe)
 
     def _probe(self, pad, info):
+        pushed = time.time_ns()  # before this probe's own work
         buf = info.get_buffer()
         packets = parse_batch(buf.extract_dup(0, buf.get_size()))
         with self.lock:
-            self.batches.append((time.time_ns(), packets))
+            self.batches.append((pushed, packets))
+            self.packet_count += len(packets)
             self.lock.notify_all()
         return self.Gst.PadProbeReturn.OK
 

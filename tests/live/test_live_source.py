@@ -82,6 +82,10 @@ def main(tx_ns, args):
     check("gpupacketproc capture-latency sees the batch wait",
           50 <= capture_ms <= 50 + MARGIN_MS, f"({capture_ms:.2f} ms)")
 
+    # The sink answers a latency query once it has prerolled, which ends the
+    # pipeline's move to PLAYING: the stats count a batch just before its push.
+    check("the pipeline reaches PLAYING with the first batch",
+          pipeline.get_state(5 * Gst.SECOND)[0] == Gst.StateChangeReturn.SUCCESS)
     query = Gst.Query.new_latency()
     answered = pipeline.query(query)
     live, min_latency, _ = query.parse_latency()
@@ -151,6 +155,12 @@ def main(tx_ns, args):
     time.sleep(0.3)
     check("nothing delivered while PAUSED", len(recorder.batches) == before)
     pipeline.set_state(Gst.State.PLAYING)
+    # The packet that arrived while PAUSED is thrown away as the capture
+    # resumes; one sent before that would go with it.
+    deadline = time.monotonic() + 5
+    while (src.get_property("stats").get_uint64("discarded")[1] < 1
+           and time.monotonic() < deadline):
+        time.sleep(0.01)
     resumed = push_delay_ms(one, before + 1)
     check("capture resumes after PAUSED", resumed is not None and resumed[1] == 1
           and resumed[0] < MARGIN_MS, f"({resumed})")

@@ -142,8 +142,10 @@ void check_flush_wakes_pool_waiter() {
       returned_at_us = g_get_monotonic_time();
     });
     // Wait until the pushes stop returning: the chain waits for pool room.
+    // A second without one (a push under a sanitizer on a loaded machine can
+    // take a few hundred ms without waiting for room).
     int before = -1;
-    for (int still = 0; still < 3; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
+    for (int still = 0; still < 10; std::this_thread::sleep_for(std::chrono::milliseconds(100))) {
       const int now = returned;
       still = now == before ? still + 1 : 0;
       before = now;
