@@ -123,7 +123,14 @@ int main(int argc, char **argv) {
   GstElement *proc = gst_bin_get_by_name(GST_BIN(pipeline), "proc");
   GstBus *bus = gst_element_get_bus(pipeline);
   if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
-    std::fprintf(stderr, "gpupacket-soak: the pipeline did not start: %s\n", desc.c_str());
+    // The element that refused says why on the bus (e.g. no GPU for the mode).
+    GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
+    GError *why = nullptr;
+    if (msg) gst_message_parse_error(msg, &why, nullptr);
+    std::fprintf(stderr, "gpupacket-soak: the pipeline did not start: %s\n  %s\n", desc.c_str(),
+                 why ? why->message : "(no element said why)");
+    g_clear_error(&why);
+    if (msg) gst_message_unref(msg);
     return 1;
   }
   std::printf("gpupacket-soak: %s\n%.1f minutes, a sample every %.0f s\n\n", desc.c_str(),

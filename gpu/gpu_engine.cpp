@@ -1,4 +1,5 @@
 // GPU engines and the pinned host arena (host code; CUDA runtime API only).
+#include <dlfcn.h>
 #include <emmintrin.h>
 #include <sched.h>
 
@@ -638,9 +639,27 @@ private:
 
 } // namespace
 
+namespace {
+
+// Whether the NVIDIA driver's user-space library can be loaded: without it
+// the runtime reports cudaErrorInsufficientDriver, whose text ("driver
+// version is insufficient") would send a user to upgrade a driver that is
+// not there.
+bool driver_library_present() {
+  void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (lib) dlclose(lib);
+  return lib != nullptr;
+}
+
+} // namespace
+
 std::string gpu_unavailable_reason(int device_id) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorInsufficientDriver && !driver_library_present())
+    return "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded), so no CUDA GPU is "
+           "usable here";
+  if (e == cudaErrorNoDevice) return "the NVIDIA driver sees no CUDA device";
   if (e != cudaSuccess)
     return std::string("CUDA could not initialise: ") + cudaGetErrorName(e) + " (" +
            cudaGetErrorString(e) + ")";
