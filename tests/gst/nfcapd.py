@@ -104,8 +104,22 @@ def stop_collector(collector, drain_s=10):
     deadline = time.time() + drain_s
     while collector.poll() is None and _udp_queued(collector.gpp_port) and time.time() < deadline:
         time.sleep(0.02)
-    collector.send_signal(signal.SIGTERM)
+    # Again every 2 s while it runs: a SIGTERM that lands between nfcapd's
+    # check of its stop flag and its next blocking receive is only seen at
+    # the next datagram (one such stop hung for 30 s in a fresh Debian root
+    # on a loaded machine); the next signal interrupts that receive.
     try:
-        collector.wait(timeout=30)
+        for _ in range(15):
+            collector.send_signal(signal.SIGTERM)
+            try:
+                collector.wait(timeout=2)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+        else:
+            collector.kill()
+            collector.wait()
+            raise RuntimeError("nfcapd on port %d did not stop within 30 s of SIGTERM"
+                               % collector.gpp_port)
     finally:
         collector.gpp_log.close()
