@@ -26,6 +26,7 @@ def start_collector(store, port, nfcapd="nfcapd"):
     collector.gpp_log = log
     collector.gpp_port = port
     deadline = time.time() + 30
+    bound = None
     while time.time() < deadline:
         if collector.poll() is not None:
             log.seek(0)
@@ -34,13 +35,24 @@ def start_collector(store, port, nfcapd="nfcapd"):
             if "Address already in use" in err:
                 raise PortTaken(port)
             raise RuntimeError("nfcapd on 127.0.0.1:%d exited (%d): %s" % (port, collector.returncode, err))
+        # Bound, and past its start-up ("Startup nfcapd."; 2 s at most for a
+        # version that does not say so): a stop right away then does not
+        # land in the middle of it.
         if _holds_udp_port(collector.pid, port):
-            return collector
+            bound = bound or time.time()
+            if _started(log) or time.time() > bound + 2:
+                return collector
         time.sleep(0.05)
     collector.kill()
     collector.wait()
     log.close()
     raise RuntimeError("nfcapd did not bind 127.0.0.1:%d in 30 s" % port)
+
+
+def _started(log):
+    """Whether nfcapd's log (its stderr) says its start-up is done.  pread:
+    the file offset is nfcapd's too, and it is still writing."""
+    return b"Startup nfcapd" in os.pread(log.fileno(), 1 << 16, 0)
 
 
 def _holds_udp_port(pid, port):
