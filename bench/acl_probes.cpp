@@ -186,7 +186,9 @@ int main(int argc, char **argv) {
     std::printf("  %-16s %6.2f\n  %-16s %6.2f\n", "all", all / n, "perfect cut-off", perfect / n);
     for (size_t s = 0; s < kSchedules.size(); ++s)
       std::printf("  phases %-9s %6.2f\n", schedule_name(kSchedules[s]).c_str(), phased[s] / n);
-    if (ipv4) {
+    bool v4_tuples = false;
+    for (uint32_t t = 0; t < tuples; ++t) v4_tuples |= v.tuples[t].ip_version == 4;
+    if (ipv4 && v4_tuples) {
       const double n4 = static_cast<double>(ipv4);
       std::printf("  every IPv4 tuple probed, a packet reads: %.2f tags, %.2f slots, %.2f rule "
                   "entries walked, %.2f slots through their index\n",
