@@ -17,13 +17,14 @@
 //              the best match of the phases before it: what a block could
 //              do with a barrier between phases.
 // and what those probes of every tuple read, a packet: hash-table tags, slots
-// loaded (a tag match), rule entries walked in slots without a bitmap index,
-// and slots searched through their index.  A probe is not a unit of cost:
+// loaded (a tag match), rule entries examined in slots without a bitmap index
+// (the GPU loads them four at a time), and slots searched through their index.  A probe is not a unit of cost:
 // one that meets an empty tag reads one byte, one that walks a slot's rules
 // waits a memory round trip per few rules.  The walked slot that most packets
 // visit is named (a catch-all slot just under kAclIndexMinRules rules is
-// walked by every packet).  The counting walk is checked against
-// gpp::acl_probe()'s answer for every probe.
+// walked by every packet).  The counting walk's answer is checked against
+// gpp::acl_probe()'s for every probe (for a slot with an index it counts the
+// search and takes acl_probe()'s answer).
 // Exit 0, 1 on a bad rule file, 2 on usage.
 #include <algorithm>
 #include <cstdio>
@@ -191,7 +192,7 @@ int main(int argc, char **argv) {
     if (ipv4 && v4_tuples) {
       const double n4 = static_cast<double>(ipv4);
       std::printf("  every IPv4 tuple probed, a packet reads: %.2f tags, %.2f slots, %.2f rule "
-                  "entries walked, %.2f slots through their index\n",
+                  "entries examined, %.2f slots through their index\n",
                   work.tags / n4, work.slots / n4, work.entries / n4, work.indexed / n4);
       const auto most = std::max_element(walks.begin(), walks.end());
       if (most != walks.end() && *most) {

@@ -637,18 +637,18 @@ private:
   AtomicCounters counters_;
 };
 
-} // namespace
-
-namespace {
-
-// Whether the NVIDIA driver's user-space library can be loaded: without it
-// the runtime reports cudaErrorInsufficientDriver, whose text ("driver
-// version is insufficient") would send a user to upgrade a driver that is
-// not there.
-bool driver_library_present() {
+// Why the NVIDIA driver's user-space library cannot be loaded ("" if it
+// can): without it the runtime reports cudaErrorInsufficientDriver, whose
+// text ("driver version is insufficient") would send a user to upgrade a
+// driver that is not there.
+std::string driver_library_missing() {
   void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (lib) dlclose(lib);
-  return lib != nullptr;
+  if (lib) {
+    dlclose(lib);
+    return "";
+  }
+  const char *why = dlerror();
+  return why ? why : "libcuda.so.1 cannot be loaded";
 }
 
 } // namespace
@@ -656,10 +656,14 @@ bool driver_library_present() {
 std::string gpu_unavailable_reason(int device_id) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
-  if (e == cudaErrorInsufficientDriver && !driver_library_present())
-    return "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded), so no CUDA GPU is "
-           "usable here";
-  if (e == cudaErrorNoDevice) return "the NVIDIA driver sees no CUDA device";
+  if (e == cudaErrorInsufficientDriver) {
+    const std::string missing = driver_library_missing();
+    if (!missing.empty())
+      return "no usable NVIDIA driver, so no CUDA GPU here (" + missing + ")";
+  }
+  if (e == cudaErrorNoDevice)
+    return "the NVIDIA driver sees no CUDA device (cudaErrorNoDevice; check CUDA_VISIBLE_DEVICES "
+           "if it is set)";
   if (e != cudaSuccess)
     return std::string("CUDA could not initialise: ") + cudaGetErrorName(e) + " (" +
            cudaGetErrorString(e) + ")";

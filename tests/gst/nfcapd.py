@@ -25,9 +25,9 @@ def start_collector(store, port, nfcapd="nfcapd"):
                                  stdout=subprocess.DEVNULL, stderr=log)
     collector.gpp_log = log
     collector.gpp_port = port
-    deadline = time.time() + 30
+    deadline = time.monotonic() + 30
     bound = None
-    while time.time() < deadline:
+    while time.monotonic() < deadline:
         if collector.poll() is not None:
             log.seek(0)
             err = log.read().decode(errors="replace")
@@ -39,8 +39,8 @@ def start_collector(store, port, nfcapd="nfcapd"):
         # version that does not say so): a stop right away then does not
         # land in the middle of it.
         if _holds_udp_port(collector.pid, port):
-            bound = bound or time.time()
-            if _started(log) or time.time() > bound + 2:
+            bound = bound or time.monotonic()
+            if _started(log) or time.monotonic() > bound + 2:
                 return collector
         time.sleep(0.05)
     collector.kill()
@@ -55,16 +55,20 @@ def _started(log):
     return b"Startup nfcapd" in os.pread(log.fileno(), 1 << 16, 0)
 
 
-def _holds_udp_port(pid, port):
-    """Whether process `pid` has a UDP socket bound to `port` (its socket
-    inode in /proc/net/udp among its own descriptors)."""
-    inodes = set()
+def _udp_sockets(port):
+    """The /proc/net/udp rows (split into fields) of sockets bound to `port`."""
     with open("/proc/net/udp") as table:
         next(table)
         for line in table:
             fields = line.split()
             if int(fields[1].split(":")[1], 16) == port:
-                inodes.add("socket:[%s]" % fields[9])
+                yield fields
+
+
+def _holds_udp_port(pid, port):
+    """Whether process `pid` has a UDP socket bound to `port` (its socket
+    inode in /proc/net/udp among its own descriptors)."""
+    inodes = {"socket:[%s]" % fields[9] for fields in _udp_sockets(port)}
     if not inodes:
         return False
     fd_dir = "/proc/%d/fd" % pid
@@ -99,22 +103,16 @@ def start_collector_on_free_port(store, nfcapd="nfcapd", attempts=5):
 
 def _udp_queued(port):
     """Bytes waiting in the receive queues of UDP sockets bound to `port`."""
-    queued = 0
-    with open("/proc/net/udp") as table:
-        next(table)
-        for line in table:
-            fields = line.split()
-            if int(fields[1].split(":")[1], 16) == port:
-                queued += int(fields[4].split(":")[1], 16)
-    return queued
+    return sum(int(fields[4].split(":")[1], 16) for fields in _udp_sockets(port))
 
 
 def stop_collector(collector, drain_s=10):
     """SIGTERM: nfcapd writes out what it holds and exits.  First, up to
     `drain_s`, until it has read every datagram waiting for it (on a loaded
     machine it may lag the exporter; what it never read would count as lost)."""
-    deadline = time.time() + drain_s
-    while collector.poll() is None and _udp_queued(collector.gpp_port) and time.time() < deadline:
+    deadline = time.monotonic() + drain_s
+    while (collector.poll() is None and _udp_queued(collector.gpp_port)
+           and time.monotonic() < deadline):
         time.sleep(0.02)
     # Again every 2 s while it runs: a SIGTERM that lands between nfcapd's
     # check of its stop flag and its next blocking receive is only seen at

@@ -1455,29 +1455,28 @@ GST_START_TEST (test_proc_invalid_rss_key)
 
 GST_END_TEST;
 
-/* Where no GPU is usable, a GPU mode fails to start with an error that says
- * so; with no NVIDIA driver at all it must not blame the driver's version
- * (the CUDA runtime's text for that case).  Where a GPU is usable (the GPU
- * host) the mode starts, and so must the element. */
-GST_START_TEST (test_proc_gpu_mode_without_gpu)
+/* With no NVIDIA driver, a GPU mode fails to start with an error that says
+ * there is none, not the CUDA runtime's text for that case (which blames the
+ * driver's version).  Where the driver is there (the GPU host) nothing is
+ * asserted: the gpu suite starts every mode there. */
+GST_START_TEST (test_proc_gpu_mode_without_driver)
 {
   void *driver = dlopen ("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-  if (driver)
+  if (driver) {
     dlclose (driver);
+    GST_INFO ("an NVIDIA driver is installed: nothing to check");
+    return;
+  }
   GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
   GstBus *bus = gst_bus_new ();
   gst_element_set_bus (e, bus);
   gst_util_set_object_arg (G_OBJECT (e), "mode", "streams");
-  const GstStateChangeReturn ret = gst_element_set_state (e, GST_STATE_PAUSED);
-  if (ret == GST_STATE_CHANGE_FAILURE) {
-    const std::string text = pop_message_text (bus, GST_MESSAGE_ERROR);
-    assert_contains (text, "mode=streams needs a CUDA GPU");
-    if (!driver)
-      fail_if (text.find ("insufficient") != std::string::npos,
-          "without a driver the error blames its version: %s", text.c_str ());
-  } else {
-    fail_if (!driver, "a GPU mode started with no NVIDIA driver to run it");
-  }
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  const std::string text = pop_message_text (bus, GST_MESSAGE_ERROR);
+  assert_contains (text, "mode=streams needs a CUDA GPU");
+  fail_if (text.find ("insufficient") != std::string::npos,
+      "without a driver the error blames its version: %s", text.c_str ());
   gst_element_set_state (e, GST_STATE_NULL);
   gst_object_unref (e);
   gst_object_unref (bus);
@@ -2193,7 +2192,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (proc, test_proc_properties_while_playing);
   tcase_add_test (proc, test_proc_cpu_threads_same_results);
   tcase_add_test (proc, test_proc_invalid_rss_key);
-  tcase_add_test (proc, test_proc_gpu_mode_without_gpu);
+  tcase_add_test (proc, test_proc_gpu_mode_without_driver);
   tcase_add_test (proc, test_proc_stats);
   tcase_add_test (proc, test_proc_stress_cpu_threads);
   tcase_add_test (proc, test_proc_stress_rss_key);

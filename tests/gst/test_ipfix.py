@@ -124,8 +124,7 @@ def restart_check(gst_launch, nfcapd, nfdump, work, env):
     with open(log) as rd:
         out = rd.read()
     took = time.monotonic() - start
-    time.sleep(0.5)
-    stop_collector(collector)
+    stop_collector(collector)  # once it has read every datagram
     before, after = len(collected(nfdump, first)), len(collected(nfdump, second))
     warned = "does not answer" in out
     ok = run.returncode == 0 and warned and before > 0 and after > 0 and took < 30
@@ -163,8 +162,7 @@ def main():
                                           ["ipfixsink", "host=127.0.0.1", "port=%d" % port],
                                           flows_jsonl),
                                  capture_output=True, text=True, env=env, timeout=120)
-            time.sleep(0.5)
-            stop_collector(collector)
+            stop_collector(collector)  # once it has read every datagram
             if run.returncode != 0:
                 print("FAIL %s: the pipeline failed (%d): %s" % (name, run.returncode,
                                                                    run.stderr[-2000:]))

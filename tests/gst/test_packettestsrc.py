@@ -5,6 +5,7 @@ import collections
 import csv
 import io
 import os
+import selectors
 import subprocess
 import sys
 import time
@@ -95,9 +96,13 @@ check("rate paces the batches", elapsed >= 0.17, f"{elapsed:.2f} s")
 proc = subprocess.Popen([GST_LAUNCH, "packettestsrc", "rate=1", "batch-size=64", "!",
                          "fakesink"], env=ENV, stdout=subprocess.PIPE,
                         stderr=subprocess.STDOUT, text=True)
-for line in proc.stdout:
-    if "PLAYING" in line:
-        break
+playing_by = time.monotonic() + 30
+with selectors.DefaultSelector() as waiting:
+    waiting.register(proc.stdout, selectors.EVENT_READ)
+    while time.monotonic() < playing_by and waiting.select(playing_by - time.monotonic()):
+        line = proc.stdout.readline()
+        if not line or "PLAYING" in line:
+            break
 time.sleep(1.5)
 proc.send_signal(2)  # SIGINT: gst-launch-1.0 stops the pipeline (to NULL)
 try:

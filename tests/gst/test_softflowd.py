@@ -159,7 +159,6 @@ def softflowd_conversations(capture, workdir):
             return None
         if proc.returncode != 0:
             raise RuntimeError("softflowd failed on %s:\n%s" % (capture, text))
-        time.sleep(1)  # nfcapd reads the last datagrams before it is stopped
     finally:
         stop_collector(col)
         if os.path.exists("/tmp/s%05d" % port):

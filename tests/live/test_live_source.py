@@ -161,6 +161,8 @@ def main(tx_ns, args):
     while (src.get_property("stats").get_uint64("discarded")[1] < 1
            and time.monotonic() < deadline):
         time.sleep(0.01)
+    check("the packet sent while PAUSED is discarded as capture resumes",
+          src.get_property("stats").get_uint64("discarded")[1] >= 1, "(not within 5 s)")
     resumed = push_delay_ms(one, before + 1)
     check("capture resumes after PAUSED", resumed is not None and resumed[1] == 1
           and resumed[0] < MARGIN_MS, f"({resumed})")
