@@ -44,19 +44,19 @@ namespace {
 const std::vector<std::vector<uint32_t>> kSchedules = {
     {1}, {2}, {4}, {2, 4}, {2, 6}, {1, 2, 4, 8}};
 
-// What one IPv4 probe of tuple `t` reads, with no bound (as the GPU's
-// block probes); acl.h's acl_probe_v4 step by step.  Returns the rule it finds.
+// What probes read, summed (see the top of this file).
 struct ProbeWork {
   uint64_t tags = 0, slots = 0, entries = 0, indexed = 0;
 };
 
-uint32_t counted_probe_v4(const gpp::AclView &v, uint32_t t, const GppResult &r, ProbeWork &work,
-                          std::vector<uint64_t> &walks) {
+// What one IPv4 probe of tuple `t` reads, with no bound (as the GPU's
+// block probes): acl.h's acl_probe_v4 step by step.  Returns the rule it finds.
+uint32_t counted_probe_v4(const gpp::AclView &v, uint32_t t, const GppResult &r,
+                          const gpp::AclPorts &q, ProbeWork &work, std::vector<uint64_t> &walks) {
   const gpp::AclTuple &tuple = v.tuples[t];
   const uint32_t src = gpp::acl_load_be32(r.src), dst = gpp::acl_load_be32(r.dst);
   const uint32_t ks = src & gpp::acl_mask32(tuple.src_len), kd = dst & gpp::acl_mask32(tuple.dst_len);
   const uint32_t hash = gpp::acl_hash32(ks, kd);
-  const gpp::AclPorts q = gpp::acl_ports(r);
   for (uint32_t i = hash & tuple.slot_mask;; i = (i + 1) & tuple.slot_mask) {
     const uint32_t at = tuple.slot_offset + i;
     ++work.tags;
@@ -150,12 +150,13 @@ int main(int argc, char **argv) {
       ++classified;
       const uint32_t first = r.acl_rule < 0 ? gpp::kAclNoRule : static_cast<uint32_t>(r.acl_rule);
       ipv4 += r.ip_version == 4;
+      const gpp::AclPorts q = gpp::acl_ports(r);
       for (uint32_t t = 0; t < tuples; ++t) {
-        hit[t] = gpp::acl_probe(v, t, r, gpp::acl_ports(r), gpp::kAclNoRule);
+        hit[t] = gpp::acl_probe(v, t, r, q, gpp::kAclNoRule);
         all += 1;
         perfect += v.tuples[t].min_rule <= first;
         if (r.ip_version != 4 || v.tuples[t].ip_version != 4) continue;
-        const uint32_t counted = counted_probe_v4(v, t, r, work, walks);
+        const uint32_t counted = counted_probe_v4(v, t, r, q, work, walks);
         if (counted != hit[t]) {
           std::fprintf(stderr, "%s: packet %ld, tuple %u: the counting walk found rule %u, "
                        "acl_probe %u\n", file.c_str(), i + 1, t, counted, hit[t]);

@@ -103,6 +103,20 @@ std::string curve(const std::vector<Sample> &samples) {
   return out.str();
 }
 
+// An error message's text, or `otherwise` (no message, or not an error);
+// unrefs `msg`.
+std::string take_reason(GstMessage *msg, const char *otherwise) {
+  std::string text = otherwise;
+  if (msg && GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) {
+    GError *err = nullptr;
+    gst_message_parse_error(msg, &err, nullptr);
+    if (err) text = err->message;
+    g_clear_error(&err);
+  }
+  if (msg) gst_message_unref(msg);
+  return text;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -124,13 +138,9 @@ int main(int argc, char **argv) {
   GstBus *bus = gst_element_get_bus(pipeline);
   if (gst_element_set_state(pipeline, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
     // The element that refused says why on the bus (e.g. no GPU for the mode).
-    GstMessage *msg = gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR);
-    GError *why = nullptr;
-    if (msg) gst_message_parse_error(msg, &why, nullptr);
     std::fprintf(stderr, "gpupacket-soak: the pipeline did not start: %s\n  %s\n", desc.c_str(),
-                 why ? why->message : "(no element said why)");
-    g_clear_error(&why);
-    if (msg) gst_message_unref(msg);
+                 take_reason(gst_bus_pop_filtered(bus, GST_MESSAGE_ERROR),
+                             "(no element said why)").c_str());
     return 1;
   }
   std::printf("gpupacket-soak: %s\n%.1f minutes, a sample every %.0f s\n\n", desc.c_str(),
@@ -148,12 +158,8 @@ int main(int argc, char **argv) {
         bus, static_cast<GstClockTime>(std::max(0.0, due - last_t) * GST_SECOND), // a late sample waits 0
         static_cast<GstMessageType>(GST_MESSAGE_ERROR | GST_MESSAGE_EOS));
     if (msg) {
-      GError *err = nullptr;
-      if (GST_MESSAGE_TYPE(msg) == GST_MESSAGE_ERROR) gst_message_parse_error(msg, &err, nullptr);
       std::fprintf(stderr, "gpupacket-soak: stopped early: %s\n",
-                   err ? err->message : "end of stream");
-      g_clear_error(&err);
-      gst_message_unref(msg);
+                   take_reason(msg, "end of stream").c_str());
       rc = 1;
       break;
     }

@@ -33,6 +33,16 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
+def wait_stat(element, field, at_least, seconds=5):
+    """Waits until `element`'s stats hold `field` >= `at_least`; whether they do."""
+    deadline = time.monotonic() + seconds
+    while element.get_property("stats").get_uint64(field)[1] < at_least:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def launch_error(gst_launch, pipeline, prefix=()):
     proc = subprocess.run([*prefix, gst_launch, "-q", *pipeline.split()],
                           capture_output=True, text=True, timeout=30)
@@ -73,10 +83,7 @@ def main(tx_ns, args):
           count == 1 and 50 <= delay <= 50 + MARGIN_MS, f"({delay:.2f} ms, timeout 50 ms)")
     # The recorder sees a batch as it enters gpupacketproc, before its results
     # are counted: wait until the stats hold it.
-    deadline = time.monotonic() + 5
-    while (proc.get_property("stats").get_uint64("batches")[1] < 1
-           and time.monotonic() < deadline):
-        time.sleep(0.01)
+    wait_stat(proc, "batches", 1)
     stats = proc.get_property("stats")
     capture_ms = stats.get_uint64("capture-latency-max-ns")[1] / 1e6
     check("gpupacketproc capture-latency sees the batch wait",
@@ -157,12 +164,9 @@ def main(tx_ns, args):
     pipeline.set_state(Gst.State.PLAYING)
     # The packet that arrived while PAUSED is thrown away as the capture
     # resumes; one sent before that would go with it.
-    deadline = time.monotonic() + 5
-    while (src.get_property("stats").get_uint64("discarded")[1] < 1
-           and time.monotonic() < deadline):
-        time.sleep(0.01)
-    check("the packet sent while PAUSED is discarded as capture resumes",
-          src.get_property("stats").get_uint64("discarded")[1] >= 1, "(not within 5 s)")
+    discarded = wait_stat(src, "discarded", 1)
+    check("the packet sent while PAUSED is discarded as capture resumes", discarded,
+          "" if discarded else "(not within 5 s)")
     resumed = push_delay_ms(one, before + 1)
     check("capture resumes after PAUSED", resumed is not None and resumed[1] == 1
           and resumed[0] < MARGIN_MS, f"({resumed})")
