@@ -10,6 +10,9 @@
  * (v1, seed `community-id-seed`).  Flow records (gpupacketproc's flows pad)
  * are written the same ways, with Zeek conn.log's column names.
  *
+ * Each input buffer gives one output buffer, its records formatted on
+ * `threads` threads (resulttext.h), in order.
+ *
  * ## Example launch line
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc ! \
@@ -20,15 +23,14 @@
 #include "noexcept.h"
 #include "readyonly.h"
 
-#include <arpa/inet.h>
-#include <sys/socket.h>
-
+#include <cstring>
 #include <string>
 
 #include "community_id.h"
 #include "flowoutput.h"
 #include "gpupacket/flow-record.h"
 #include "gpupacket/packet-result.h"
+#include "resulttext.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
 #define GST_CAT_DEFAULT gst_packet_result_enc_debug
@@ -36,6 +38,8 @@ GST_DEBUG_CATEGORY_STATIC (gst_packet_result_enc_debug);
 #define DEFAULT_FORMAT GST_PACKET_RESULT_ENC_FORMAT_CSV
 #define DEFAULT_HEADER TRUE
 #define DEFAULT_COMMUNITY_ID_SEED gpp::kDefaultCommunityIdSeed
+#define DEFAULT_THREADS 0
+#define MAX_THREADS 1024
 
 enum
 {
@@ -43,6 +47,7 @@ enum
   PROP_FORMAT,
   PROP_HEADER,
   PROP_COMMUNITY_ID_SEED,
+  PROP_THREADS,
 };
 
 struct _GstPacketResultEnc
@@ -56,6 +61,7 @@ struct _GstPacketResultEnc
   GstPacketResultEncFormat format;
   gboolean header;
   guint community_id_seed;
+  guint threads;
 
   /* streaming state */
   GstPacketResultEncFormat active_format;
@@ -63,6 +69,9 @@ struct _GstPacketResultEnc
   guint16 active_seed;
   gboolean header_written;
   gboolean have_segment;
+  guint active_threads;
+  gpp::TextEncoder *encoder;    /* its pool has encoder_threads; freed on PAUSED->READY */
+  guint encoder_threads;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -96,282 +105,6 @@ gst_packet_result_enc_format_get_type (void)
   return type;
 }
 
-/* One field of one line, before it is written as CSV or JSON. */
-struct Field
-{
-  enum Kind { EMPTY, NUMBER, TEXT, NUMBER_LIST } kind = EMPTY;
-  std::string text;             /* NUMBER: digits as written; TEXT: the string */
-  const uint16_t *list = nullptr;
-  int list_len = 0;
-
-  static Field number (guint64 n)
-  {
-    Field f;
-    f.kind = NUMBER;
-    f.text = std::to_string (n);
-    return f;
-  }
-  static Field string (std::string s)
-  {
-    Field f;
-    f.kind = TEXT;
-    f.text = std::move (s);
-    return f;
-  }
-};
-
-static std::string
-hex (unsigned value, int digits)
-{
-  char buf[16];
-  g_snprintf (buf, sizeof buf, "0x%0*x", digits, value);
-  return buf;
-}
-
-/* An IPv4 or IPv6 address as text (IPv6 in RFC 5952 form). */
-static Field
-address_text (uint8_t ip_version, const uint8_t * addr)
-{
-  char buf[INET6_ADDRSTRLEN];
-  inet_ntop (ip_version == 4 ? AF_INET : AF_INET6, addr, buf, sizeof buf);
-  return Field::string (buf);
-}
-
-static Field
-address_field (const GppResult & r, const uint8_t * addr)
-{
-  return (r.ip_flags & GPP_IP_HEADER_PARSED) ? address_text (r.ip_version, addr) : Field ();
-}
-
-/* Nanoseconds as seconds.nanoseconds. */
-static Field
-seconds_field (guint64 ns)
-{
-  Field f;
-  char buf[32];
-  g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT ".%09" G_GUINT64_FORMAT, ns / GST_SECOND,
-      ns % GST_SECOND);
-  f.kind = Field::NUMBER;
-  f.text = buf;
-  return f;
-}
-
-static Field
-checksum_field (uint8_t status)
-{
-  switch (status) {
-    case GPP_CHECKSUM_UNVERIFIED:
-      return Field::string ("unverified");
-    case GPP_CHECKSUM_GOOD:
-      return Field::string ("good");
-    case GPP_CHECKSUM_BAD:
-      return Field::string ("bad");
-    default:
-      return Field ();
-  }
-}
-
-static Field
-status_field (uint32_t status)
-{
-  static const struct { uint32_t flag; const char *name; } names[] = {
-#define GPP_STATUS_NAME_(flag, bit, name, meaning) { GPP_STATUS_##flag, name },
-    GPP_STATUS_FLAGS (GPP_STATUS_NAME_)
-#undef GPP_STATUS_NAME_
-  };
-  if (status == 0)
-    return Field::string ("ok");
-  std::string s;
-  for (const auto & n : names) {
-    if (!(status & n.flag))
-      continue;
-    if (!s.empty ())
-      s += ';';
-    s += n.name;
-  }
-  return Field::string (s);
-}
-
-static bool
-has_ports (const GppResult & r)
-{
-  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 6 || r.l4_proto == 17 ||
-      r.l4_proto == 132);
-}
-
-/* TCP and UDP: the payload the DPI stage scans (SCTP's chunks are not read). */
-static bool
-has_payload (const GppResult & r)
-{
-  return has_ports (r) && r.l4_proto != 132;
-}
-
-static bool
-is_icmp (const GppResult & r)
-{
-  return (r.ip_flags & GPP_IP_L4_PARSED) && (r.l4_proto == 1 || r.l4_proto == 58);
-}
-
-/* Fragment fields exist for every IPv4 header and for IPv6 with a fragment header. */
-static bool
-has_fragment_fields (const GppResult & r)
-{
-  return (r.ip_flags & GPP_IP_HEADER_PARSED) &&
-      (r.ip_version == 4 || (r.ip_flags & GPP_IP_FRAGMENT));
-}
-
-/* What a column may need besides the record. */
-struct ColumnContext
-{
-  guint16 community_id_seed;
-};
-
-static Field
-community_id_field (const GppResult & r, const ColumnContext & ctx)
-{
-  uint8_t digest[gpp::kCommunityIdDigestBytes];
-  if (!gpp::community_id_digest (r, ctx.community_id_seed, digest))
-    return Field ();
-  char text[gpp::kCommunityIdTextBytes];
-  gpp::community_id_text (digest, text);
-  return Field::string (text);
-}
-
-template <typename Record> struct Column
-{
-  const char *name;
-    Field (*value) (const Record &, const ColumnContext &);
-};
-
-/* The column contract: names in output order and how each is derived.
- * README's "Result fields" table documents the same list. */
-static const Column<GppResult> columns[] = {
-  {"packet", [](const GppResult & r, const ColumnContext &) { return Field::number (r.packet_number); }},
-  {"ethertype", [](const GppResult & r, const ColumnContext &) {
-      return r.ethertype ? Field::string (hex (r.ethertype, 4)) : Field (); }},
-  {"vlan", [](const GppResult & r, const ColumnContext &) {
-      Field f;
-      f.kind = Field::NUMBER_LIST;
-      f.list = r.vlan_ids;
-      f.list_len = r.vlan_count;
-      return f; }},
-  {"ip_version", [](const GppResult & r, const ColumnContext &) {
-      return r.ip_version ? Field::number (r.ip_version) : Field (); }},
-  {"src", [](const GppResult & r, const ColumnContext &) { return address_field (r, r.src); }},
-  {"dst", [](const GppResult & r, const ColumnContext &) { return address_field (r, r.dst); }},
-  {"l4_proto", [](const GppResult & r, const ColumnContext &) {
-      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.l4_proto) : Field (); }},
-  {"sport", [](const GppResult & r, const ColumnContext &) {
-      return has_ports (r) ? Field::number (r.sport) : Field (); }},
-  {"dport", [](const GppResult & r, const ColumnContext &) {
-      return has_ports (r) ? Field::number (r.dport) : Field (); }},
-  {"frag_offset", [](const GppResult & r, const ColumnContext &) {
-      return has_fragment_fields (r) ? Field::number (r.frag_offset) : Field (); }},
-  {"more_fragments", [](const GppResult & r, const ColumnContext &) {
-      return has_fragment_fields (r) ?
-          Field::number ((r.ip_flags & GPP_IP_MORE_FRAGMENTS) ? 1 : 0) : Field (); }},
-  {"ipv4_checksum", [](const GppResult & r, const ColumnContext &) { return checksum_field (r.ipv4_checksum); }},
-  {"l4_checksum", [](const GppResult & r, const ColumnContext &) { return checksum_field (r.l4_checksum); }},
-  {"rss", [](const GppResult & r, const ColumnContext &) { return Field::string (hex (r.rss_hash, 8)); }},
-  {"status", [](const GppResult & r, const ColumnContext &) { return status_field (r.status); }},
-  {"timestamp", [](const GppResult & r, const ColumnContext &) {
-      return seconds_field (r.timestamp_ns); }},
-  {"caplen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.caplen); }},
-  {"wirelen", [](const GppResult & r, const ColumnContext &) { return Field::number (r.wirelen); }},
-  {"ttl", [](const GppResult & r, const ColumnContext &) {
-      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.ttl) : Field (); }},
-  {"tcp_flags", [](const GppResult & r, const ColumnContext &) {
-      return (has_ports (r) && r.l4_proto == 6) ?
-          Field::string (hex (r.tcp_flags, 2)) : Field (); }},
-  {"icmp_type", [](const GppResult & r, const ColumnContext &) {
-      return is_icmp (r) ? Field::number (r.icmp_type) : Field (); }},
-  {"icmp_code", [](const GppResult & r, const ColumnContext &) {
-      return is_icmp (r) ? Field::number (r.icmp_code) : Field (); }},
-  {"payload_length", [](const GppResult & r, const ColumnContext &) {
-      return has_payload (r) ? Field::number (r.payload_length) : Field (); }},
-  {"acl_rule", [](const GppResult & r, const ColumnContext &) {
-      return r.acl_action != GPP_ACL_NONE && r.acl_rule >= 0 ?
-          Field::number ((guint64) r.acl_rule) : Field (); }},
-  {"acl_action", [](const GppResult & r, const ColumnContext &) {
-      return r.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
-          : r.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},
-  {"dpi_pattern", [](const GppResult & r, const ColumnContext &) {
-      return r.dpi_scanned && r.dpi_pattern >= 0 ?
-          Field::number ((guint64) r.dpi_pattern) : Field (); }},
-  {"dpi_hits", [](const GppResult & r, const ColumnContext &) {
-      return r.dpi_scanned ? Field::number (r.dpi_hits) : Field (); }},
-  {"ip_length", [](const GppResult & r, const ColumnContext &) {
-      return (r.ip_flags & GPP_IP_HEADER_PARSED) ? Field::number (r.ip_length) : Field (); }},
-  {"community_id", community_id_field},
-};
-
-static bool
-flow_is_icmp (const GppFlowRecord & f)
-{
-  return f.l4_proto == 1 || f.l4_proto == 58;
-}
-
-/* Flow records: Zeek conn.log's names where it has the field (ICMP type and
- * code in the port fields, as Zeek writes them), then gpupacket's own.
- * README's "Flow fields" table documents the same list. */
-static const Column<GppFlowRecord> flow_columns[] = {
-  {"ts", [](const GppFlowRecord & f, const ColumnContext &) {
-      return seconds_field (f.start_ns); }},
-  {"id.orig_h", [](const GppFlowRecord & f, const ColumnContext &) {
-      return address_text (f.ip_version, f.src); }},
-  {"id.orig_p", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (flow_is_icmp (f) ? f.dport >> 8 : f.sport); }},
-  {"id.resp_h", [](const GppFlowRecord & f, const ColumnContext &) {
-      return address_text (f.ip_version, f.dst); }},
-  {"id.resp_p", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (flow_is_icmp (f) ? f.dport & 0xff : f.dport); }},
-  {"proto", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::string (f.l4_proto == 6 ? "tcp" : f.l4_proto == 17 ? "udp" :
-          flow_is_icmp (f) ? "icmp" : "unknown_transport"); }},
-  {"ip_proto", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.l4_proto); }},
-  {"duration", [](const GppFlowRecord & f, const ColumnContext &) {
-      return seconds_field (f.end_ns - f.start_ns); }},
-  {"orig_pkts", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.packets[0]); }},
-  {"orig_ip_bytes", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.bytes[0]); }},
-  {"resp_pkts", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.packets[1]); }},
-  {"resp_ip_bytes", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.bytes[1]); }},
-  {"vlan", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.vlan_id ? Field::number (f.vlan_id) : Field (); }},
-  {"community_id", [](const GppFlowRecord & f, const ColumnContext &) {
-      char text[gpp::kCommunityIdTextBytes];
-      gpp::community_id_text (f.community_id, text);
-      return Field::string (text); }},
-  {"first_packet", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.first_packet); }},
-  {"end_ts", [](const GppFlowRecord & f, const ColumnContext &) {
-      return seconds_field (f.end_ns); }},
-  {"end_reason", [](const GppFlowRecord & f, const ColumnContext &) {
-      static const char *const names[] = { "", "idle", "active", "end", "forced", "no_room" };
-      return f.end_reason >= 1 && f.end_reason <= 5 ? Field::string (names[f.end_reason])
-          : Field::number (f.end_reason); }},
-  {"orig_tcp_flags", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.l4_proto == 6 ? Field::string (hex (f.tcp_flags[0], 2)) : Field (); }},
-  {"resp_tcp_flags", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.l4_proto == 6 ? Field::string (hex (f.tcp_flags[1], 2)) : Field (); }},
-  {"rss", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::string (hex (f.rss_hash, 8)); }},
-  {"acl_rule", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.acl_action != GPP_ACL_NONE && f.acl_rule >= 0 ?
-          Field::number ((guint64) f.acl_rule) : Field (); }},
-  {"acl_action", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.acl_action == GPP_ACL_ALLOW ? Field::string ("allow")
-          : f.acl_action == GPP_ACL_DROP ? Field::string ("drop") : Field (); }},
-  {"dpi_pattern", [](const GppFlowRecord & f, const ColumnContext &) {
-      return f.dpi_pattern >= 0 ? Field::number ((guint64) f.dpi_pattern) : Field (); }},
-  {"dpi_hits", [](const GppFlowRecord & f, const ColumnContext &) {
-      return Field::number (f.dpi_hits); }},
-};
-
 /* Records may come from anywhere (filesrc, appsrc), so every count and
  * selector the columns index or branch on is checked first; NULL = usable. */
 static const char *
@@ -400,89 +133,11 @@ record_problem (const GppFlowRecord & f, gchar ** detail)
   return NULL;
 }
 
-template <typename Record, size_t N> static void
-append_csv_line (std::string & out, const Record & r, const Column<Record> (&columns)[N],
-    const ColumnContext & ctx)
-{
-  bool first = true;
-  for (const auto & c : columns) {
-    if (!first)
-      out += ',';
-    first = false;
-    Field f = c.value (r, ctx);
-    if (f.kind == Field::NUMBER_LIST) {
-      for (int i = 0; i < f.list_len; i++) {
-        if (i)
-          out += ';';
-        out += std::to_string (f.list[i]);
-      }
-    } else {
-      out += f.text;            /* no value contains ',' '"' or a newline */
-    }
-  }
-  out += '\n';
-}
-
-template <typename Record, size_t N> static void
-append_json_line (std::string & out, const Record & r, const Column<Record> (&columns)[N],
-    const ColumnContext & ctx)
-{
-  out += '{';
-  bool first = true;
-  for (const auto & c : columns) {
-    if (!first)
-      out += ',';
-    first = false;
-    out += '"';
-    out += c.name;
-    out += "\":";
-    Field f = c.value (r, ctx);
-    switch (f.kind) {
-      case Field::EMPTY:
-        out += "null";
-        break;
-      case Field::NUMBER:
-        out += f.text;
-        break;
-      case Field::TEXT:
-        out += '"';
-        out += f.text;          /* addresses, hex and flag names need no escaping */
-        out += '"';
-        break;
-      case Field::NUMBER_LIST:
-        out += '[';
-        for (int i = 0; i < f.list_len; i++) {
-          if (i)
-            out += ',';
-          out += std::to_string (f.list[i]);
-        }
-        out += ']';
-        break;
-    }
-  }
-  out += "}\n";
-}
-
+/* The CSV header row of an empty stream. */
 static GstFlowReturn
-gst_packet_result_enc_push_text (GstPacketResultEnc * self, const std::string & text,
-    GstBuffer * timing)
+gst_packet_result_enc_push_header (GstPacketResultEnc * self, const std::string & row)
 {
-  GstBuffer *buf = gst_buffer_new_memdup (text.data (), text.size ());
-  if (timing)
-    gst_buffer_copy_into (buf, timing, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
-  return gst_pad_push (self->srcpad, buf);
-}
-
-template <typename Record, size_t N> static std::string
-csv_header_row (const Column<Record> (&columns)[N])
-{
-  std::string row;
-  for (const auto & c : columns) {
-    if (!row.empty ())
-      row += ',';
-    row += c.name;
-  }
-  return row + '\n';
+  return gst_pad_push (self->srcpad, gst_buffer_new_memdup (row.data (), row.size ()));
 }
 
 /* A record's number for messages: its packet's, or its flow's first packet's. */
@@ -498,12 +153,40 @@ record_number (const GppFlowRecord & f)
   return f.first_packet;
 }
 
-template <typename Record, size_t N> static GstFlowReturn
-gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer,
-    const Column<Record> (&table)[N], const char *what)
+/* The records' text, in the encoder's memory; its size. */
+static size_t
+format_text (gpp::TextEncoder & encoder, const GppResult * records, size_t count,
+    gpp::TextFormat format, guint16 seed)
+{
+  return encoder.format (records, count, format, seed);
+}
+
+static size_t
+format_text (gpp::TextEncoder & encoder, const GppFlowRecord * records, size_t count,
+    gpp::TextFormat format, guint16)
+{
+  return encoder.format (records, count, format);
+}
+
+/* The encoder for this stream's thread count, made on its first buffer. */
+static gpp::TextEncoder &
+gst_packet_result_enc_encoder (GstPacketResultEnc * self)
+{
+  if (!self->encoder || self->encoder_threads != self->active_threads) {
+    delete self->encoder;
+    self->encoder = nullptr;
+    self->encoder = new gpp::TextEncoder (self->active_threads);
+    self->encoder_threads = self->active_threads;
+  }
+  return *self->encoder;
+}
+
+/* One output buffer per input buffer: the header row (first buffer of a CSV
+ * stream), then the records' text, formatted on the encoder's threads. */
+template <typename Record> static GstFlowReturn
+gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer, const char *what)
 {
   GstMapInfo map;
-  std::string text;
 
   if (!gst_buffer_map (buffer, &map, GST_MAP_READ)) {
     GST_ELEMENT_ERROR (self, STREAM, FAILED, ("Could not map a %s buffer.", what), (NULL));
@@ -521,13 +204,7 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer,
   const auto *records = reinterpret_cast<const Record *> (map.data);
   const size_t count = map.size / sizeof (Record);
   const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
-  const ColumnContext ctx { self->active_seed };
 
-  if (csv && !self->header_written) {
-    text = csv_header_row (table);
-    self->header_written = TRUE;
-  }
-  text.reserve (text.size () + count * 200);
   size_t bad = count;
   gchar *detail = NULL;
   for (size_t i = 0; i < count; i++) {
@@ -535,18 +212,42 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer,
       bad = i;
       break;
     }
-    if (csv)
-      append_csv_line (text, records[i], table, ctx);
-    else
-      append_json_line (text, records[i], table, ctx);
   }
   const guint64 bad_number = bad < count ? record_number (records[bad]) : 0;
+  size_t text_size;
+  gpp::TextEncoder *encoder;
+  try {
+    encoder = &gst_packet_result_enc_encoder (self);
+    text_size = format_text (*encoder, records, bad,
+        csv ? gpp::TextFormat::kCsv : gpp::TextFormat::kJsonLines, self->active_seed);
+  } catch (...) {
+    gst_buffer_unmap (buffer, &map);
+    gst_buffer_unref (buffer);
+    g_free (detail);
+    throw;
+  }
   gst_buffer_unmap (buffer, &map);
+
+  const std::string *header = NULL;
+  if (csv && !self->header_written) {
+    header = &gpp::csv_header_row (records);
+    self->header_written = TRUE;
+  }
+  const size_t header_size = header ? header->size () : 0;
 
   /* The records before a bad one still go out, then the error. */
   GstFlowReturn ret = GST_FLOW_OK;
-  if (!text.empty ())
-    ret = gst_packet_result_enc_push_text (self, text, buffer);
+  if (header_size + text_size > 0) {
+    GstBuffer *out = gst_buffer_new_allocate (NULL, header_size + text_size, NULL);
+    GstMapInfo out_map;
+    gst_buffer_map (out, &out_map, GST_MAP_WRITE);
+    if (header)
+      memcpy (out_map.data, header->data (), header_size);
+    encoder->copy_to (reinterpret_cast<char *> (out_map.data) + header_size);
+    gst_buffer_unmap (out, &out_map);
+    gst_buffer_copy_into (out, buffer, GST_BUFFER_COPY_TIMESTAMPS, 0, -1);
+    ret = gst_pad_push (self->srcpad, out);
+  }
   gst_buffer_unref (buffer);
   if (bad < count) {
     GST_ELEMENT_ERROR (self, STREAM, DECODE,
@@ -565,8 +266,8 @@ gst_packet_result_enc_chain_body (GstPad *, GstObject * parent, GstBuffer * buff
 {
   GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (parent);
   if (self->flows)
-    return gst_packet_result_enc_encode (self, buffer, flow_columns, "flow");
-  return gst_packet_result_enc_encode (self, buffer, columns, "results");
+    return gst_packet_result_enc_encode<GppFlowRecord> (self, buffer, "flow");
+  return gst_packet_result_enc_encode<GppResult> (self, buffer, "results");
 }
 
 static gboolean
@@ -579,6 +280,7 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       GST_OBJECT_LOCK (self);
       self->active_format = self->format;
       self->active_seed = (guint16) self->community_id_seed;
+      self->active_threads = self->threads;
       self->header_written = !self->header;
       GST_OBJECT_UNLOCK (self);
       self->have_segment = FALSE;
@@ -612,8 +314,9 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
           gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
           self->have_segment = TRUE;
         }
-        gst_packet_result_enc_push_text (self, self->flows ? csv_header_row (flow_columns)
-            : csv_header_row (columns), NULL);
+        gst_packet_result_enc_push_header (self, self->flows ?
+            gpp::csv_header_row ((const GppFlowRecord *) NULL) :
+            gpp::csv_header_row ((const GppResult *) NULL));
       }
       break;
     default:
@@ -642,6 +345,9 @@ gst_packet_result_enc_set_property (GObject * object, guint prop_id,
     case PROP_COMMUNITY_ID_SEED:
       self->community_id_seed = g_value_get_uint (value);
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -666,6 +372,9 @@ gst_packet_result_enc_get_property (GObject * object, guint prop_id, GValue * va
     case PROP_COMMUNITY_ID_SEED:
       g_value_set_uint (value, self->community_id_seed);
       break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->threads);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -682,6 +391,28 @@ gst_packet_result_enc_chain (GstPad * pad, GstObject * parent, GstBuffer * buffe
       [&] { return gst_packet_result_enc_chain_body (pad, parent, buffer); });
 }
 
+/* The encoder's threads do not outlive the stream: the streaming thread,
+ * their only user, has stopped once PAUSED->READY has chained up. */
+static GstStateChangeReturn
+gst_packet_result_enc_change_state (GstElement * element, GstStateChange transition)
+{
+  GstPacketResultEnc *self = GST_PACKET_RESULT_ENC (element);
+  GstStateChangeReturn ret = GST_ELEMENT_CLASS (parent_class)->change_state (element,
+      transition);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
+    delete self->encoder;
+    self->encoder = nullptr;
+  }
+  return ret;
+}
+
+static void
+gst_packet_result_enc_finalize (GObject * object)
+{
+  delete GST_PACKET_RESULT_ENC (object)->encoder;
+  G_OBJECT_CLASS (parent_class)->finalize (object);
+}
+
 static void
 gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
 {
@@ -692,6 +423,8 @@ gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
 
   gobject_class->set_property = gst_packet_result_enc_set_property;
   gobject_class->get_property = gst_packet_result_enc_get_property;
+  gobject_class->finalize = gst_packet_result_enc_finalize;
+  element_class->change_state = GST_DEBUG_FUNCPTR (gst_packet_result_enc_change_state);
 
   g_object_class_install_property (gobject_class, PROP_FORMAT,
       g_param_spec_enum ("format", "Format",
@@ -706,6 +439,17 @@ gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
           "Seed of the community_id column (Community ID v1; tools that share an ID "
           "must share the seed); read at the start of each stream",
           0, G_MAXUINT16, DEFAULT_COMMUNITY_ID_SEED, rw_ready));
+  gchar *threads_blurb = g_strdup_printf ("Threads that format each buffer's records, "
+      "0 = one per core (the default: a CSV row costs about 2.5 times what "
+      "gpupacketproc's packet core spends on its packet, so one thread holds a pipeline "
+      "back); "
+      "buffers under %zu records per thread use fewer, since handing them out costs "
+      "more than it saves. Output is the same at every count; read at the start of "
+      "each stream", gpp::TextEncoder::kMinRecordsPerThread);
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads", g_intern_string (threads_blurb),
+          0, MAX_THREADS, DEFAULT_THREADS, rw_ready));
+  g_free (threads_blurb);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -735,6 +479,9 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
   self->format = DEFAULT_FORMAT;
   self->header = DEFAULT_HEADER;
   self->community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
+  self->threads = DEFAULT_THREADS;
+  self->active_threads = DEFAULT_THREADS;
+  self->encoder = nullptr;
   self->active_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->active_format = DEFAULT_FORMAT;
   self->flows = FALSE;

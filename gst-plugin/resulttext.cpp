@@ -1,0 +1,485 @@
+#include "resulttext.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "community_id.h"
+
+namespace gpp {
+namespace {
+
+constexpr uint64_t kNsPerSecond = 1000000000ull;
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+// The column contract: names in output order.  write_line() below writes
+// the values in the same order; README documents both lists.
+constexpr const char *kResultColumns[] = {
+    "packet",        "ethertype",   "vlan",        "ip_version",  "src",
+    "dst",           "l4_proto",    "sport",       "dport",       "frag_offset",
+    "more_fragments", "ipv4_checksum", "l4_checksum", "rss",      "status",
+    "timestamp",     "caplen",      "wirelen",     "ttl",         "tcp_flags",
+    "icmp_type",     "icmp_code",   "payload_length", "acl_rule", "acl_action",
+    "dpi_pattern",   "dpi_hits",    "ip_length",   "community_id",
+};
+
+// Flow records: Zeek conn.log's names where it has the field (ICMP type and
+// code in the port fields, as Zeek writes them), then gpupacket's own.
+constexpr const char *kFlowColumns[] = {
+    "ts",          "id.orig_h",     "id.orig_p",      "id.resp_h",      "id.resp_p",
+    "proto",       "ip_proto",      "duration",       "orig_pkts",      "orig_ip_bytes",
+    "resp_pkts",   "resp_ip_bytes", "vlan",           "community_id",   "first_packet",
+    "end_ts",      "end_reason",    "orig_tcp_flags", "resp_tcp_flags", "rss",
+    "acl_rule",    "acl_action",    "dpi_pattern",    "dpi_hits",
+};
+
+struct Name {
+  const char *text;
+  size_t size;
+};
+
+template <size_t N> constexpr Name name_of(const char (&text)[N]) { return {text, N - 1}; }
+
+constexpr Name kStatusNames[] = {
+#define GPP_STATUS_TEXT_(flag, bit, name, meaning) name_of(name),
+    GPP_STATUS_FLAGS(GPP_STATUS_TEXT_)
+#undef GPP_STATUS_TEXT_
+};
+constexpr uint32_t kStatusBits[] = {
+#define GPP_STATUS_BIT_(flag, bit, name, meaning) GPP_STATUS_##flag,
+    GPP_STATUS_FLAGS(GPP_STATUS_BIT_)
+#undef GPP_STATUS_BIT_
+};
+
+// What goes around the values of one record type: the CSV header row, and
+// JSON's key before each value ({"packet": then ,"ethertype": ...).
+struct ColumnText {
+  std::string header;
+  std::vector<std::string> json_keys;
+
+  template <size_t N> explicit ColumnText(const char *const (&names)[N]) {
+    for (size_t i = 0; i < N; ++i) {
+      header += i ? "," : "";
+      header += names[i];
+      json_keys.push_back(std::string(i ? "," : "{") + '"' + names[i] + "\":");
+    }
+    header += '\n';
+  }
+};
+
+const ColumnText &column_text(const GppResult *) {
+  static const ColumnText text(kResultColumns);
+  return text;
+}
+
+const ColumnText &column_text(const GppFlowRecord *) {
+  static const ColumnText text(kFlowColumns);
+  return text;
+}
+
+char *put(char *p, const char *text, size_t size) {
+  std::memcpy(p, text, size);
+  return p + size;
+}
+
+char *put(char *p, Name name) { return put(p, name.text, name.size); }
+
+char *put_decimal(char *p, uint64_t value) { return std::to_chars(p, p + 20, value).ptr; }
+
+// "0x" and `digits` lowercase hex digits (the value fits in them).
+char *put_hex(char *p, uint32_t value, int digits) {
+  *p++ = '0';
+  *p++ = 'x';
+  for (int i = digits - 1; i >= 0; --i) *p++ = kHexDigits[(value >> (4 * i)) & 15];
+  return p;
+}
+
+// seconds.nanoseconds, nine digits after the point.
+char *put_seconds(char *p, uint64_t ns) {
+  p = put_decimal(p, ns / kNsPerSecond);
+  *p++ = '.';
+  uint32_t fraction = static_cast<uint32_t>(ns % kNsPerSecond);
+  for (int i = 8; i >= 0; --i) {
+    p[i] = static_cast<char>('0' + fraction % 10);
+    fraction /= 10;
+  }
+  return p + 9;
+}
+
+char *put_octet(char *p, unsigned v) {
+  if (v >= 100) {
+    *p++ = static_cast<char>('0' + v / 100);
+    v %= 100;
+    *p++ = static_cast<char>('0' + v / 10);
+  } else if (v >= 10) {
+    *p++ = static_cast<char>('0' + v / 10);
+  }
+  *p++ = static_cast<char>('0' + v % 10);
+  return p;
+}
+
+char *put_ipv4(char *p, const uint8_t *a) {
+  p = put_octet(p, a[0]);
+  for (int i = 1; i < 4; ++i) {
+    *p++ = '.';
+    p = put_octet(p, a[i]);
+  }
+  return p;
+}
+
+// A 16-bit group in lowercase hex, without leading zeros.
+char *put_hex_group(char *p, unsigned v) {
+  const int digits = v >= 0x1000 ? 4 : v >= 0x100 ? 3 : v >= 0x10 ? 2 : 1;
+  for (int i = digits - 1; i >= 0; --i) *p++ = kHexDigits[(v >> (4 * i)) & 15];
+  return p;
+}
+
+// As glibc's inet_ntop (AF_INET6) writes it: the longest run of two or more
+// zero groups (the first of equal runs) as "::", and the last 32 bits as a
+// dotted quad after 96 zero bits (IPv4-compatible) or ::ffff (IPv4-mapped).
+char *put_ipv6(char *p, const uint8_t *a) {
+  unsigned groups[8];
+  for (int i = 0; i < 8; ++i) groups[i] = (unsigned{a[2 * i]} << 8) | a[2 * i + 1];
+  int run = -1, run_len = 0;
+  for (int i = 0; i < 8;) {
+    if (groups[i]) {
+      ++i;
+      continue;
+    }
+    int end = i;
+    while (end < 8 && groups[end] == 0) ++end;
+    if (end - i > run_len) {
+      run = i;
+      run_len = end - i;
+    }
+    i = end;
+  }
+  if (run_len < 2) run = -1;
+  for (int i = 0; i < 8; ++i) {
+    if (run >= 0 && i >= run && i < run + run_len) {
+      if (i == run) *p++ = ':';
+      continue;
+    }
+    if (i) *p++ = ':';
+    if (i == 6 && run == 0 && (run_len == 6 || (run_len == 5 && groups[5] == 0xffff)))
+      return put_ipv4(p, a + 12);
+    p = put_hex_group(p, groups[i]);
+  }
+  if (run >= 0 && run + run_len == 8) *p++ = ':';
+  return p;
+}
+
+char *put_address(char *p, uint8_t ip_version, const uint8_t *a) {
+  return ip_version == 4 ? put_ipv4(p, a) : put_ipv6(p, a);
+}
+
+char *put_status(char *p, uint32_t status) {
+  if (status == 0) return put(p, name_of("ok"));
+  bool first = true;
+  for (size_t i = 0; i < sizeof kStatusBits / sizeof kStatusBits[0]; ++i) {
+    if (!(status & kStatusBits[i])) continue;
+    if (!first) *p++ = ';';
+    first = false;
+    p = put(p, kStatusNames[i]);
+  }
+  return p;
+}
+
+char *put_community_id(char *p, const uint8_t digest[kCommunityIdDigestBytes]) {
+  char text[kCommunityIdTextBytes];
+  community_id_text(digest, text);
+  return put(p, text, kCommunityIdTextBytes - 1);
+}
+
+// One line being written, column after column: CSV fields separated by
+// commas, empty when there is no value; or a JSON object, with null for no
+// value and text values quoted (addresses, hex, names and base64 need no
+// escaping).
+template <TextFormat F> class Line {
+public:
+  Line(char *p, const ColumnText &columns) : p_(p), keys_(columns.json_keys.data()) {}
+
+  void empty() {
+    next();
+    if (F == TextFormat::kJsonLines) p_ = put(p_, name_of("null"));
+  }
+  void number(uint64_t value) {
+    next();
+    p_ = put_decimal(p_, value);
+  }
+  void seconds(uint64_t ns) {
+    next();
+    p_ = put_seconds(p_, ns);
+  }
+  void text(Name name) {
+    text_by([name](char *p) { return put(p, name); });
+  }
+  template <typename Write> void text_by(Write write) {
+    next();
+    quote();
+    p_ = write(p_);
+    quote();
+  }
+  void hex(uint32_t value, int digits) {
+    text_by([=](char *p) { return put_hex(p, value, digits); });
+  }
+  void address(uint8_t ip_version, const uint8_t *a) {
+    text_by([=](char *p) { return put_address(p, ip_version, a); });
+  }
+  // CSV: 10;20 (empty without tags); JSON: [10,20].
+  void numbers(const uint16_t *values, int count) {
+    next();
+    const bool json = F == TextFormat::kJsonLines;
+    if (json) *p_++ = '[';
+    for (int i = 0; i < count; ++i) {
+      if (i) *p_++ = json ? ',' : ';';
+      p_ = put_decimal(p_, values[i]);
+    }
+    if (json) *p_++ = ']';
+  }
+  char *end() {
+    if (F == TextFormat::kJsonLines) *p_++ = '}';
+    *p_++ = '\n';
+    return p_;
+  }
+
+private:
+  void next() {
+    if (F == TextFormat::kJsonLines) {
+      const std::string &key = keys_[column_];
+      p_ = put(p_, key.data(), key.size());
+    } else if (column_) {
+      *p_++ = ',';
+    }
+    ++column_;
+  }
+  void quote() {
+    if (F == TextFormat::kJsonLines) *p_++ = '"';
+  }
+
+  char *p_;
+  const std::string *keys_;
+  size_t column_ = 0;
+};
+
+Name checksum_name(uint8_t status) {
+  switch (status) {
+    case GPP_CHECKSUM_UNVERIFIED: return name_of("unverified");
+    case GPP_CHECKSUM_GOOD: return name_of("good");
+    case GPP_CHECKSUM_BAD: return name_of("bad");
+    default: return {nullptr, 0};
+  }
+}
+
+template <typename L> void checksum(L &line, uint8_t status) {
+  const Name name = checksum_name(status);
+  if (name.text) line.text(name);
+  else line.empty();
+}
+
+template <typename L> void acl(L &line, uint8_t action, int32_t rule) {
+  if (action != GPP_ACL_NONE && rule >= 0) line.number(static_cast<uint64_t>(rule));
+  else line.empty();
+  if (action == GPP_ACL_ALLOW) line.text(name_of("allow"));
+  else if (action == GPP_ACL_DROP) line.text(name_of("drop"));
+  else line.empty();
+}
+
+template <typename L> void number_if(L &line, bool present, uint64_t value) {
+  if (present) line.number(value);
+  else line.empty();
+}
+
+template <TextFormat F>
+char *write_line(char *p, const GppResult &r, uint16_t community_id_seed) {
+  Line<F> line(p, column_text(&r));
+  const bool ip = (r.ip_flags & GPP_IP_HEADER_PARSED) != 0;
+  const bool l4 = (r.ip_flags & GPP_IP_L4_PARSED) != 0;
+  const bool ports = l4 && (r.l4_proto == 6 || r.l4_proto == 17 || r.l4_proto == 132);
+  // TCP and UDP: the payload the DPI stage scans (SCTP's chunks are not read).
+  const bool payload = ports && r.l4_proto != 132;
+  const bool icmp = l4 && (r.l4_proto == 1 || r.l4_proto == 58);
+  // Fragment fields exist for every IPv4 header and for IPv6 with a fragment header.
+  const bool fragment = ip && (r.ip_version == 4 || (r.ip_flags & GPP_IP_FRAGMENT));
+
+  line.number(r.packet_number);
+  if (r.ethertype) line.hex(r.ethertype, 4);
+  else line.empty();
+  line.numbers(r.vlan_ids, std::min<int>(r.vlan_count, GPP_MAX_VLANS));
+  number_if(line, r.ip_version != 0, r.ip_version);
+  if (ip) {
+    line.address(r.ip_version, r.src);
+    line.address(r.ip_version, r.dst);
+  } else {
+    line.empty();
+    line.empty();
+  }
+  number_if(line, ip, r.l4_proto);
+  number_if(line, ports, r.sport);
+  number_if(line, ports, r.dport);
+  number_if(line, fragment, r.frag_offset);
+  number_if(line, fragment, (r.ip_flags & GPP_IP_MORE_FRAGMENTS) ? 1 : 0);
+  checksum(line, r.ipv4_checksum);
+  checksum(line, r.l4_checksum);
+  line.hex(r.rss_hash, 8);
+  line.text_by([&r](char *q) { return put_status(q, r.status); });
+  line.seconds(r.timestamp_ns);
+  line.number(r.caplen);
+  line.number(r.wirelen);
+  number_if(line, ip, r.ttl);
+  if (ports && r.l4_proto == 6) line.hex(r.tcp_flags, 2);
+  else line.empty();
+  number_if(line, icmp, r.icmp_type);
+  number_if(line, icmp, r.icmp_code);
+  number_if(line, payload, r.payload_length);
+  acl(line, r.acl_action, r.acl_rule);
+  number_if(line, r.dpi_scanned && r.dpi_pattern >= 0, static_cast<uint64_t>(r.dpi_pattern));
+  number_if(line, r.dpi_scanned, r.dpi_hits);
+  number_if(line, ip, r.ip_length);
+  uint8_t digest[kCommunityIdDigestBytes];
+  if (community_id_digest(r, community_id_seed, digest))
+    line.text_by([&digest](char *q) { return put_community_id(q, digest); });
+  else
+    line.empty();
+  return line.end();
+}
+
+template <TextFormat F> char *write_line(char *p, const GppFlowRecord &f, uint16_t) {
+  Line<F> line(p, column_text(&f));
+  const bool icmp = f.l4_proto == 1 || f.l4_proto == 58;
+  const bool tcp = f.l4_proto == 6;
+
+  line.seconds(f.start_ns);
+  line.address(f.ip_version, f.src);
+  line.number(icmp ? f.dport >> 8 : f.sport);
+  line.address(f.ip_version, f.dst);
+  line.number(icmp ? f.dport & 0xff : f.dport);
+  line.text(tcp ? name_of("tcp") : f.l4_proto == 17 ? name_of("udp")
+            : icmp ? name_of("icmp") : name_of("unknown_transport"));
+  line.number(f.l4_proto);
+  line.seconds(f.end_ns - f.start_ns);
+  line.number(f.packets[0]);
+  line.number(f.bytes[0]);
+  line.number(f.packets[1]);
+  line.number(f.bytes[1]);
+  number_if(line, f.vlan_id != 0, f.vlan_id);
+  line.text_by([&f](char *q) { return put_community_id(q, f.community_id); });
+  line.number(f.first_packet);
+  line.seconds(f.end_ns);
+  static constexpr Name kEndReasons[] = {name_of("idle"), name_of("active"), name_of("end"),
+                                         name_of("forced"), name_of("no_room")};
+  if (f.end_reason >= GPP_FLOW_END_IDLE && f.end_reason <= GPP_FLOW_END_NO_ROOM)
+    line.text(kEndReasons[f.end_reason - GPP_FLOW_END_IDLE]);
+  else
+    line.number(f.end_reason);
+  if (tcp) {
+    line.hex(f.tcp_flags[0], 2);
+    line.hex(f.tcp_flags[1], 2);
+  } else {
+    line.empty();
+    line.empty();
+  }
+  line.hex(f.rss_hash, 8);
+  acl(line, f.acl_action, f.acl_rule);
+  number_if(line, f.dpi_pattern >= 0, static_cast<uint64_t>(f.dpi_pattern));
+  line.number(f.dpi_hits);
+  return line.end();
+}
+
+template <typename Record>
+size_t write_lines(const Record *records, size_t count, TextFormat format, uint16_t seed,
+                   char *out) {
+  char *p = out;
+  if (format == TextFormat::kCsv)
+    for (size_t i = 0; i < count; ++i) p = write_line<TextFormat::kCsv>(p, records[i], seed);
+  else
+    for (size_t i = 0; i < count; ++i) p = write_line<TextFormat::kJsonLines>(p, records[i], seed);
+  return static_cast<size_t>(p - out);
+}
+
+} // namespace
+
+const std::string &csv_header_row(const GppResult *record) { return column_text(record).header; }
+
+const std::string &csv_header_row(const GppFlowRecord *record) {
+  return column_text(record).header;
+}
+
+size_t format_records(const GppResult *records, size_t count, TextFormat format,
+                      uint16_t community_id_seed, char *out) {
+  return write_lines(records, count, format, community_id_seed, out);
+}
+
+size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
+                      char *out) {
+  return write_lines(records, count, format, 0, out);
+}
+
+void TextEncoder::FreeText::operator()(char *text) const { std::free(text); }
+
+TextEncoder::TextEncoder(unsigned threads) : pool_(threads), chunks_(pool_.threads()) {}
+
+template <typename Record, typename Format>
+size_t TextEncoder::run(const Record *records, size_t count, const Format &format_range) {
+  // A chunk's memory grows on its own thread, a slice of records at a time,
+  // so that it holds about the text (not count * kMaxTextLineBytes) and
+  // stays for the next buffer; realloc reports failure where new would
+  // throw on a worker.
+  constexpr size_t kSlice = 256;
+  used_ = static_cast<unsigned>(
+      std::clamp<size_t>(count / kMinRecordsPerThread, 1, chunks_.size()));
+  std::vector<char> failed(used_, 0);
+  pool_.run(used_, [&](unsigned k) {
+    Chunk &c = chunks_[k];
+    c.size = 0;
+    const size_t last = count * (k + 1) / used_;
+    for (size_t i = count * k / used_; i < last; i += kSlice) {
+      const size_t n = std::min(kSlice, last - i);
+      const size_t need = c.size + n * kMaxTextLineBytes;
+      if (need > c.capacity) {
+        const size_t capacity = std::max(need, 2 * c.capacity);
+        char *grown = static_cast<char *>(std::realloc(c.text.get(), capacity));
+        if (!grown) {
+          failed[k] = 1;
+          return;
+        }
+        c.text.release();
+        c.text.reset(grown);
+        c.capacity = capacity;
+      }
+      c.size += format_range(records + i, n, c.text.get() + c.size);
+    }
+  });
+  if (std::find(failed.begin(), failed.end(), 1) != failed.end()) {
+    used_ = 0;
+    throw std::bad_alloc();
+  }
+  size_t total = 0;
+  for (unsigned k = 0; k < used_; ++k) total += chunks_[k].size;
+  return total;
+}
+
+size_t TextEncoder::format(const GppResult *records, size_t count, TextFormat format,
+                           uint16_t community_id_seed) {
+  return run(records, count, [&](const GppResult *r, size_t n, char *out) {
+    return format_records(r, n, format, community_id_seed, out);
+  });
+}
+
+size_t TextEncoder::format(const GppFlowRecord *records, size_t count, TextFormat format) {
+  return run(records, count, [&](const GppFlowRecord *f, size_t n, char *out) {
+    return format_records(f, n, format, out);
+  });
+}
+
+void TextEncoder::copy_to(char *out) {
+  std::vector<size_t> offsets(used_);
+  for (unsigned k = 1; k < used_; ++k) offsets[k] = offsets[k - 1] + chunks_[k - 1].size;
+  pool_.run(used_, [&](unsigned k) {
+    if (chunks_[k].size) std::memcpy(out + offsets[k], chunks_[k].text.get(), chunks_[k].size);
+  });
+}
+
+} // namespace gpp
