@@ -1,6 +1,11 @@
 #include "batchbuffer.h"
 
+#include <gpupacket/packet-batch.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
 
 guint64
 gpp_capture_clock_ns (void)
@@ -25,5 +30,105 @@ gpp_src_alloc_batch (GstBaseSrc * src, gsize size, GstMapInfo * map)
       gst_buffer_unref (buf);
     return NULL;
   }
+  return buf;
+}
+
+/* Blocks waiting for their next batch.  Shared with every buffer out there,
+ * whose release puts its block back (or frees it once the shelf is full). */
+struct GppBatchRecycler::Shelf
+{
+  static constexpr size_t kMaxBlocks = 8;
+  std::mutex lock;
+  std::vector<std::pair<void *, gsize>> blocks;
+
+  ~Shelf ()
+  {
+    for (auto & b : blocks)
+      std::free (b.first);
+  }
+};
+
+namespace {
+
+struct LentBlock
+{
+  std::shared_ptr<GppBatchRecycler::Shelf> shelf;
+  void *data;
+  gsize capacity;
+};
+
+void
+return_block (gpointer user_data)
+{
+  auto *lent = static_cast<LentBlock *> (user_data);
+  {
+    std::lock_guard<std::mutex> guard (lent->shelf->lock);
+    if (lent->shelf->blocks.size () < GppBatchRecycler::Shelf::kMaxBlocks) {
+      lent->shelf->blocks.emplace_back (lent->data, lent->capacity);
+      lent->data = nullptr;
+    }
+  }
+  std::free (lent->data);
+  delete lent;
+}
+
+} // namespace
+
+GppBatchRecycler::GppBatchRecycler ():shelf_ (std::make_shared<Shelf> ())
+{
+}
+
+GppBatchRecycler::~GppBatchRecycler () = default;
+
+GstBuffer *
+GppBatchRecycler::alloc (gsize size, GstMapInfo * map)
+{
+  void *data = nullptr;
+  gsize capacity = 0;
+  {
+    std::lock_guard<std::mutex> guard (shelf_->lock);
+    for (auto it = shelf_->blocks.begin (); it != shelf_->blocks.end (); ++it) {
+      if (it->second >= size) {
+        data = it->first;
+        capacity = it->second;
+        shelf_->blocks.erase (it);
+        break;
+      }
+    }
+  }
+  if (!data) {
+    /* A little room above this batch, so that the next, a few packets
+     * longer, fits the same block. */
+    capacity = gpp_align_up (size + size / 8 + 4096, 4096);
+    data = std::aligned_alloc (4096, capacity);
+    if (!data)
+      return NULL;
+  }
+  auto *lent = new LentBlock { shelf_, data, capacity };
+  GstBuffer *buf = gst_buffer_new_wrapped_full ((GstMemoryFlags) 0, data, capacity, 0, size,
+      lent, return_block);
+  if (!gst_buffer_map (buf, map, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    return NULL;
+  }
+  return buf;
+}
+
+GstBuffer *
+gpp_src_alloc_batch_recycled (GstBaseSrc * src, gsize size, GstMapInfo * map,
+    GppBatchRecycler * recycler)
+{
+  GstAllocator *allocator = NULL;
+  GstAllocationParams params;
+  gst_base_src_get_allocator (src, &allocator, &params);
+  const gboolean plain = !allocator || g_strcmp0 (allocator->mem_type, GST_ALLOCATOR_SYSMEM) == 0;
+  if (allocator)
+    gst_object_unref (allocator);
+  if (!plain)
+    return gpp_src_alloc_batch (src, size, map);
+  GstBuffer *buf = recycler->alloc (size, map);
+  if (!buf)
+    GST_ELEMENT_ERROR (src, RESOURCE, NO_SPACE_LEFT,
+        ("Could not allocate a %" G_GSIZE_FORMAT "-byte packet batch.", size), (NULL));
   return buf;
 }

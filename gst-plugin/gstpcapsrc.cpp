@@ -49,7 +49,9 @@
 #include <string>
 
 #include "batch_builder.h"
+#include "batch_producer.h"
 #include "batchbuffer.h"
+#include "capture_reader.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define GST_CAT_DEFAULT gst_pcap_src_debug
@@ -67,6 +69,15 @@ GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define MAX_BUFFER_SIZE (G_MAXINT / 1024)
 #define DEFAULT_IMMEDIATE_MODE TRUE
 #define DEFAULT_STATS_INTERVAL 1000     /* ms */
+#define DEFAULT_THREADS 0
+#define MAX_THREADS 256
+/* Threads that write a file's batches when threads=0: copying packets into
+ * a batch is bound by memory bandwidth, which a few cores saturate, and the
+ * rest are left to the elements downstream. */
+#define AUTO_THREADS_MAX 4
+/* Batches read ahead of the one being pushed: the next one is read while
+ * downstream works on the current one. */
+#define FILE_READ_AHEAD 2
 /* A batch ends early once its packet bytes pass this, keeping every 32-bit
  * descriptor offset valid and one buffer a sensible size for one copy. */
 #define MAX_BATCH_BYTES (256u << 20)
@@ -87,11 +98,17 @@ enum
   PROP_BUFFER_SIZE,
   PROP_IMMEDIATE_MODE,
   PROP_STATS_INTERVAL,
+  PROP_THREADS,
   PROP_STATS,
 };
 
 struct GstPcapSrcState
 {
+  /* A capture file: read ahead on the producer's thread. */
+  GppBatchRecycler recycler;    /* batches' memory where downstream offers none */
+  std::unique_ptr<gpp::capture::CaptureReader> reader;
+  std::unique_ptr<gpp::capture::BatchProducer> producer;
+  /* A live interface: read on the streaming thread. */
   pcap_t *pcap = nullptr;
   bpf_program filter_program {};
   bool have_filter = false;
@@ -110,6 +127,7 @@ struct GstPcapSrcState
 
   ~GstPcapSrcState ()
   {
+    producer.reset ();          /* its thread uses the reader */
     if (have_filter)
       pcap_freecode (&filter_program);
     if (pcap)
@@ -150,6 +168,7 @@ struct _GstPcapSrc
   guint buffer_size_kib;
   gboolean immediate_mode;
   guint stats_interval_ms;
+  guint threads;
   gint linktype;                /* of the open capture, -1 when none is open */
 
   int wakeup_fd;                /* eventfd: unlock () or a settings change ends a wait */
@@ -218,16 +237,28 @@ static gboolean
 gst_pcap_src_open_file (GstPcapSrc * self, GstPcapSrcState * state,
     const std::string & location, const std::string & filter)
 {
-  char errbuf[PCAP_ERRBUF_SIZE] = "";
-  state->pcap = pcap_open_offline_with_tstamp_precision (location.c_str (),
-      PCAP_TSTAMP_PRECISION_NANO, errbuf);
-  if (!state->pcap) {
+  using gpp::capture::CaptureReader;
+  std::string error;
+  CaptureReader::OpenError kind;
+  state->reader = CaptureReader::open (location, filter, &error, &kind);
+  if (kind == CaptureReader::OpenError::Filter) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("Invalid packet filter \"%s\": %s. Check its syntax in man pcap-filter.",
+            filter.c_str (), error.c_str ()),
+        ("pcap_compile failed for \"%s\"", location.c_str ()));
+    return FALSE;
+  }
+  if (!state->reader) {
     GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not read capture file \"%s\": %s", location.c_str (), errbuf),
+        ("Could not read capture file \"%s\": %s", location.c_str (), error.c_str ()),
         ("pcap_open_offline failed"));
     return FALSE;
   }
-  return gst_pcap_src_compile_filter (self, state, filter, location);
+  state->linktype = state->reader->linktype ();
+  GST_INFO_OBJECT (self, "%s: %s compression, records walked %s", location.c_str (),
+      gpp::capture::compression_name (state->reader->compression ()),
+      state->reader->walking_natively ()? "in place" : "by libpcap");
+  return TRUE;
 }
 
 /* Posts the error for a failed pcap_activate, with what to do about it. */
@@ -342,7 +373,7 @@ gst_pcap_src_open_device (GstPcapSrc * self, GstPcapSrcState * state,
  * run in seven never ended (its bus handler's quit came before the loop ran). */
 static gboolean
 gst_pcap_src_downstream_accepts (GstPcapSrc * self, GstPcapSrcState * state,
-    const std::string & source)
+    const std::string & source, const char *dlt_name)
 {
   GstPad *peer = gst_pad_get_peer (GST_BASE_SRC_PAD (self));
   if (!peer)
@@ -356,10 +387,9 @@ gst_pcap_src_downstream_accepts (GstPcapSrc * self, GstPcapSrcState * state,
   if (!accepted) {
     GstElement *element = gst_pad_get_parent_element (peer);
     gchar *name = element ? gst_element_get_name (element) : gst_pad_get_name (peer);
-    const char *dlt_name = pcap_datalink_val_to_name (pcap_datalink (state->pcap));
     GST_ELEMENT_ERROR (self, STREAM, WRONG_TYPE,
         ("%s does not accept link type %u (%s) of \"%s\".", name, state->linktype,
-            dlt_name ? dlt_name : "unnamed in libpcap", source.c_str ()),
+            dlt_name && *dlt_name ? dlt_name : "unnamed in libpcap", source.c_str ()),
         ("checked with a CAPS query at start"));
     g_free (name);
     if (element)
@@ -368,6 +398,8 @@ gst_pcap_src_downstream_accepts (GstPcapSrc * self, GstPcapSrcState * state,
   gst_object_unref (peer);
   return accepted;
 }
+
+static void gst_pcap_src_make_producer (GstPcapSrc * self, GstPcapSrcState * state);
 
 static gboolean
 gst_pcap_src_start_body (GstBaseSrc * base)
@@ -406,12 +438,18 @@ gst_pcap_src_start_body (GstBaseSrc * base)
           gst_pcap_src_open_device (self, state.get (), device, filter)))
     return FALSE;
 
-  state->linktype = gpp::linktype_of (state->pcap);
+  const char *dlt_name;
+  if (state->live) {
+    state->linktype = gpp::linktype_of (state->pcap);
+    dlt_name = pcap_datalink_val_to_name (pcap_datalink (state->pcap));
+  } else {
+    dlt_name = state->reader->linktype_name ();
+  }
   GST_INFO_OBJECT (self, "opened %s, link type %u (%s)",
       device.empty ()? location.c_str () : device.c_str (), state->linktype,
-      pcap_datalink_val_to_name (pcap_datalink (state->pcap)));
+      dlt_name ? dlt_name : "");
   if (!gst_pcap_src_downstream_accepts (self, state.get (),
-          device.empty ()? location : device))
+          device.empty ()? location : device, dlt_name))
     return FALSE;
   GST_OBJECT_LOCK (self);
   self->linktype = (gint) state->linktype;
@@ -419,6 +457,8 @@ gst_pcap_src_start_body (GstBaseSrc * base)
   if (state->live) {
     std::lock_guard<std::mutex> guard (self->stats->lock);
     self->stats->live_pcap = state->pcap;
+  } else {
+    gst_pcap_src_make_producer (self, state.get ());
   }
   self->state = state.release ();
   return TRUE;
@@ -441,6 +481,8 @@ gst_pcap_src_stop (GstBaseSrc * base)
   GstPcapSrc *self = GST_PCAP_SRC (base);
   GstPcapSrcState *st = self->state;
 
+  if (st && st->producer)
+    st->producer->stop ();      /* its queued batches count as discarded */
   if (st) {
     std::lock_guard<std::mutex> guard (self->stats->lock);
     gst_pcap_src_read_kernel_stats_locked (self->stats);
@@ -470,6 +512,8 @@ gst_pcap_src_unlock (GstBaseSrc * base)
   GstPcapSrc *self = GST_PCAP_SRC (base);
   g_atomic_int_set (&self->unlocking, 1);
   gst_pcap_src_wake (self);
+  if (self->state && self->state->producer)
+    self->state->producer->interrupt ();
   return TRUE;
 }
 
@@ -479,6 +523,8 @@ gst_pcap_src_unlock_stop (GstBaseSrc * base)
   GstPcapSrc *self = GST_PCAP_SRC (base);
   g_atomic_int_set (&self->unlocking, 0);
   gst_pcap_src_drain_wakeups (self);
+  if (self->state && self->state->producer)
+    self->state->producer->resume ();
   return TRUE;
 }
 
@@ -591,10 +637,65 @@ gst_pcap_src_end_with_read_error (GstPcapSrc * self)
   return GST_FLOW_FLUSHING;
 }
 
-/* Fills the builder from the file: batch-size packets, or up to the end. */
-static GstFlowReturn
-gst_pcap_src_fill_from_file (GstPcapSrc * self)
+/* A batch's buffer, mapped while the producer's thread writes it. */
+struct GstPcapSrcMappedBatch
 {
+  GstBuffer *buffer;
+  GstMapInfo map;
+};
+
+static GstBuffer *
+gst_pcap_src_unmap_batch (void *memory)
+{
+  auto *mapped = static_cast<GstPcapSrcMappedBatch *> (memory);
+  GstBuffer *buffer = mapped->buffer;
+  gst_buffer_unmap (buffer, &mapped->map);
+  delete mapped;
+  return buffer;
+}
+
+/* The producer that reads the file ahead, its batches written into buffers
+ * from the allocator downstream proposed (gpupacketproc's pinned pool). */
+static void
+gst_pcap_src_make_producer (GstPcapSrc * self, GstPcapSrcState * state)
+{
+  GST_OBJECT_LOCK (self);
+  guint threads = self->threads;
+  GST_OBJECT_UNLOCK (self);
+  if (threads == 0)
+    threads = MIN (AUTO_THREADS_MAX, MAX (1u, g_get_num_processors ()));
+  GstBaseSrc *base = GST_BASE_SRC (self);
+  GstPcapSrcStats *stats = self->stats;
+  GppBatchRecycler *recycler = &state->recycler;
+  auto allocate =[base, recycler] (size_t size, void **memory) -> uint8_t * {
+    auto *mapped = new GstPcapSrcMappedBatch ();
+    mapped->buffer = gpp_src_alloc_batch_recycled (base, size, &mapped->map, recycler);
+    if (!mapped->buffer) {
+      delete mapped;
+      return nullptr;
+    }
+    *memory = mapped;
+    return mapped->map.data;
+  };
+  auto discard =[stats] (const gpp::capture::ProducedBatch & batch) {
+    gst_buffer_unref (gst_pcap_src_unmap_batch (batch.memory));
+    std::lock_guard<std::mutex> guard (stats->lock);
+    stats->discarded += batch.packets;
+  };
+  state->producer = std::make_unique<gpp::capture::BatchProducer> (*state->reader,
+      allocate, discard, threads, FILE_READ_AHEAD);
+  state->producer->set_max_batch_bytes (MAX_BATCH_BYTES);
+  GST_INFO_OBJECT (self, "reading ahead %d batches, written by %u threads",
+      FILE_READ_AHEAD, state->producer->writer_threads ());
+}
+
+/* The next batch of the file, in file order: read ahead by the producer's
+ * thread, which starts with the first batch (the allocator downstream is
+ * known from then on). */
+static GstFlowReturn
+gst_pcap_src_create_from_file (GstPcapSrc * self, GstBuffer ** out)
+{
+  using gpp::capture::ProducedBatch;
   GstPcapSrcState *st = self->state;
   GST_OBJECT_LOCK (self);
   const guint batch_size = self->batch_size;
@@ -604,33 +705,37 @@ gst_pcap_src_fill_from_file (GstPcapSrc * self)
     return gst_pcap_src_end_with_read_error (self);
   if (st->at_end)
     return GST_FLOW_EOS;
-
-  while (st->builder.packet_count () < batch_size
-      && st->builder.size () < MAX_BATCH_BYTES) {
-    struct pcap_pkthdr *hdr;
-    const u_char *data;
-    int rc = pcap_next_ex (st->pcap, &hdr, &data);
-    if (rc == PCAP_ERROR_BREAK) {
+  st->producer->set_batch_size (batch_size);
+  st->producer->start ();
+  ProducedBatch batch = st->producer->take ();
+  switch (batch.kind) {
+    case ProducedBatch::Kind::Stopped:
+      return GST_FLOW_FLUSHING;
+    case ProducedBatch::Kind::NoMemory:
+      return GST_FLOW_ERROR;    /* posted by gpp_src_alloc_batch */
+    case ProducedBatch::Kind::End:
       st->at_end = true;
-      break;
-    }
-    if (rc != 1) {
-      st->read_error = pcap_geterr (st->pcap);
-      break;
-    }
-    st->packets_read++;
-    if (st->have_filter && !pcap_offline_filter (&st->filter_program, hdr, data))
-      continue;
-    const guint64 ts_ns = (guint64) hdr->ts.tv_sec * GST_SECOND + (guint64) hdr->ts.tv_usec;
-    st->builder.add (data, hdr->caplen, hdr->len, ts_ns, st->packets_read);
-    st->builder_bytes += hdr->caplen;
-  }
-
-  if (st->builder.packet_count () == 0) {
-    if (!st->read_error.empty ())
+      return GST_FLOW_EOS;
+    case ProducedBatch::Kind::Error:
+      st->read_error = batch.error;
+      st->packets_read = batch.last_record;
       return gst_pcap_src_end_with_read_error (self);
-    return GST_FLOW_EOS;
+    case ProducedBatch::Kind::Batch:
+      break;
   }
+  GstBuffer *buf = gst_pcap_src_unmap_batch (batch.memory);
+  st->packets_read = batch.last_record;
+  GST_BUFFER_OFFSET (buf) = batch.first_record;
+  GST_BUFFER_OFFSET_END (buf) = batch.last_record;
+  GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes", batch.packets,
+      gst_buffer_get_size (buf));
+  {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->packets += batch.packets;
+    self->stats->batches++;
+    self->stats->bytes += batch.captured_bytes;
+  }
+  *out = buf;
   return GST_FLOW_OK;
 }
 
@@ -828,14 +933,15 @@ gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
   GstPcapSrcState *st = self->state;
   GstBaseSrc *base = GST_BASE_SRC (src);
 
+  if (!st->live)
+    return gst_pcap_src_create_from_file (self, out);
   /* A live batch cut short by unlock () is still in the builder: go on with it. */
-  if (!st->live || st->builder.packet_count () == 0) {
+  if (st->builder.packet_count () == 0) {
     st->builder.reset (st->linktype);
     st->builder_bytes = 0;
   }
   const guint64 first_read = st->packets_read - st->builder.packet_count ();
-  const GstFlowReturn fill = st->live ? gst_pcap_src_fill_from_device (self) :
-      gst_pcap_src_fill_from_file (self);
+  const GstFlowReturn fill = gst_pcap_src_fill_from_device (self);
   if (fill != GST_FLOW_OK)
     return fill;
 
@@ -847,8 +953,7 @@ gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
   GST_BUFFER_OFFSET_END (buf) = st->packets_read;
-  if (st->live)
-    gst_pcap_src_timestamp_live (self, buf);
+  gst_pcap_src_timestamp_live (self, buf);
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes",
       st->builder.packet_count (), st->builder.size ());
   {
@@ -915,6 +1020,9 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
       self->stats_interval_ms = g_value_get_uint (value);
       wake = TRUE;
       break;
+    case PROP_THREADS:
+      self->threads = g_value_get_uint (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -979,6 +1087,9 @@ gst_pcap_src_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_STATS_INTERVAL:
       g_value_set_uint (value, self->stats_interval_ms);
+      break;
+    case PROP_THREADS:
+      g_value_set_uint (value, self->threads);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1054,7 +1165,9 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_LOCATION,
       g_param_spec_string ("location", "Location",
           "Capture file to read: pcap (any timestamp precision, either byte "
-          "order) or pcapng. Exclusive with device", DEFAULT_LOCATION, rw_ready));
+          "order) or pcapng, stored plainly or compressed with gzip or zstd "
+          "(recognised by its first bytes, not its name). Exclusive with device",
+          DEFAULT_LOCATION, rw_ready));
   g_object_class_install_property (gobject_class, PROP_DEVICE,
       g_param_spec_string ("device", "Device",
           "Network interface to capture from live (e.g. eth0; needs root or "
@@ -1105,6 +1218,13 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
           "Live capture: milliseconds between \"pcapsrc-stats\" element messages "
           "(the stats fields); 0 = none", 0, G_MAXINT, DEFAULT_STATS_INTERVAL,
           rw_playing));
+  g_object_class_install_property (gobject_class, PROP_THREADS,
+      g_param_spec_uint ("threads", "Threads",
+          "Capture files: threads that copy packets into each batch (the file "
+          "reading thread is one of them; a batch under 256 KiB of packets takes "
+          "one). Copying is bound by memory bandwidth: a few threads reach it, and "
+          "more take cores from the elements downstream. 0 = one per core, at "
+          "most " G_STRINGIFY (AUTO_THREADS_MAX), 0, MAX_THREADS, DEFAULT_THREADS, rw_ready));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) "
@@ -1147,6 +1267,7 @@ gst_pcap_src_init (GstPcapSrc * self)
   self->buffer_size_kib = DEFAULT_BUFFER_SIZE;
   self->immediate_mode = DEFAULT_IMMEDIATE_MODE;
   self->stats_interval_ms = DEFAULT_STATS_INTERVAL;
+  self->threads = DEFAULT_THREADS;
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GstPcapSrcStats ();
