@@ -14,6 +14,11 @@ namespace gpp {
 void process_batch_range(const uint8_t *batch, const CoreConfig &cfg, GppResult *results,
                          uint32_t begin, uint32_t end);
 
+// Batches a pipelined cpu engine (make_cpu_engine) holds at once: one
+// running, the next queued behind it, so the engine never waits for the
+// chain (more would only add a batch of latency each).
+constexpr unsigned kPipelinedCpuSlots = 2;
+
 class CpuEngine {
 public:
   // Batches smaller than this run on the calling thread: handing work to

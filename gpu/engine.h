@@ -122,6 +122,10 @@ constexpr unsigned kDefaultPoolSizeMib = 64;
 // several costs more than it saves below kMinPacketsPerThread packets each).
 struct EngineSettings {
   unsigned cpu_threads = 0; // cpu: host threads, 0 = one per online core
+  // cpu: submit() hands the batch to the engine's own thread and returns
+  // (slots() > 1, wait_oldest() waits); false: it runs on the caller's
+  // thread and is done when submit() returns (completes_inline()).
+  bool cpu_pipelined = false;
   int device_id = 0;
   unsigned num_streams = kDefaultNumStreams; // streams / zerocopy / graph: batches in flight
   unsigned persistent_blocks = 0; // persistent: resident blocks, 0 = one per SM
@@ -142,7 +146,8 @@ struct EngineSettings {
 // Whether an engine made with `a` for `mode` would differ from one made with
 // `b`: only the settings the mode reads count.
 inline bool same_engine_settings(Mode mode, const EngineSettings &a, const EngineSettings &b) {
-  if (mode == Mode::Cpu) return a.cpu_threads == b.cpu_threads;
+  if (mode == Mode::Cpu)
+    return a.cpu_threads == b.cpu_threads && a.cpu_pipelined == b.cpu_pipelined;
   // Several devices' shares always return their records, for the merge.
   const bool copies_records = mode_can_keep_records(mode) && a.device_ids.size() < 2;
   return a.device_id == b.device_id && a.num_streams == b.num_streams &&
@@ -216,7 +221,7 @@ int gpu_device_count();
 
 // Factories: nullptr with a message on failure (no device, out of memory...).
 // make_engine() is the one the element uses: any mode.
-std::unique_ptr<Engine> make_cpu_engine(unsigned threads); // cpu_engine.cpp
+std::unique_ptr<Engine> make_cpu_engine(unsigned threads, bool pipelined = false); // cpu_engine.cpp
 std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemoryKind kind,
                                            std::string *error);
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,
@@ -224,7 +229,7 @@ std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &setting
 
 inline std::unique_ptr<Engine> make_engine(Mode mode, const EngineSettings &settings,
                                            std::string *error) {
-  return mode == Mode::Cpu ? make_cpu_engine(settings.cpu_threads)
+  return mode == Mode::Cpu ? make_cpu_engine(settings.cpu_threads, settings.cpu_pipelined)
                            : make_gpu_engine(mode, settings, error);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <exception>
+#include <new>
 
 #include "batchbuffer.h"
 #include "gpupacket/gstpacketbatchmeta.h"
@@ -18,6 +19,17 @@ elapsed_ns (std::chrono::steady_clock::time_point since)
 {
   return std::chrono::duration_cast<std::chrono::nanoseconds> (
       std::chrono::steady_clock::now () - since).count ();
+}
+
+/* The ns since `mark`, which moves to now: a batch's times one step after
+ * the other. */
+guint64
+lap_ns (std::chrono::steady_clock::time_point & mark)
+{
+  const auto now = std::chrono::steady_clock::now ();
+  const guint64 ns = std::chrono::duration_cast<std::chrono::nanoseconds> (now - mark).count ();
+  mark = now;
+  return ns;
 }
 
 /* Captured packet bytes of a batch (what the stats count as bytes). */
@@ -116,7 +128,8 @@ GppBatchRunner::switch_engine (gpp::Mode mode, const gpp::EngineSettings & setti
     GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
     return false;
   }
-  results.set_spin (settings.wait == gpp::WaitStrategy::Spin);
+  /* The cpu engine's batches take far longer than a wake-up: the task sleeps. */
+  results.set_spin (gpp::is_gpu_mode (mode) && settings.wait == gpp::WaitStrategy::Spin);
   /* The flow table goes where this engine runs (and posts why if it cannot). */
   if (!flows.place (dispatch.engine ()))
     return false;
@@ -155,23 +168,45 @@ GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
 {
   const guint8 *batch = item.batch_map.data;
   const uint32_t count = reinterpret_cast<const GppBatchHeader *> (batch)->packet_count;
-  item.results = gst_buffer_new_allocate (NULL, (gsize) count * sizeof (GppResult), NULL);
-  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+  map_heap_results (item, count);
   auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
   std::string error;
   gpp::Engine *engine = dispatch.engine ();
+  auto mark = std::chrono::steady_clock::now ();
   if (!engine->submit (batch, item.batch_map.size, count, config, records, &error) ||
       !engine->wait_oldest (&error)) {
     GST_ELEMENT_ERROR (element_, STREAM, FAILED, ("Processing failed in mode %s.",
             gpp::mode_name (engine->mode ())), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
+  item.times.engine = lap_ns (mark);
   account (engine->mode (), records, count, captured_bytes (batch), entry,
       live_capture_ns (batch));
-  const GstFlowReturn flow_ret = flows.add (records, count);
-  if (flow_ret != GST_FLOW_OK)
-    return flow_ret;
-  return push_results (item);
+  return flow_and_push (item, records, count, mark);
+}
+
+/* Results in ordinary memory, mapped: mode=cpu reads and writes any. */
+void
+GppBatchRunner::map_heap_results (PendingItem & item, uint32_t count)
+{
+  item.results = heap_results_.acquire ((gsize) count * sizeof (GppResult));
+  if (!item.results)
+    throw std::bad_alloc ();    /* posted as an element error (noexcept.h) */
+  gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+}
+
+/* Meters `records` on the host (flows=true without a GPU table), then pushes
+ * the batch's results; counts the batch's times, this step's from `mark`. */
+GstFlowReturn
+GppBatchRunner::flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
+    std::chrono::steady_clock::time_point mark)
+{
+  GstFlowReturn flow = flows.add (records, count);
+  if (flow == GST_FLOW_OK)
+    flow = push_results (item);
+  item.times.push = lap_ns (mark);
+  stats_.add_times (item.times);
+  return flow;
 }
 
 /* The batch's records on the src pad, or with packet-records=false a gap
@@ -197,46 +232,52 @@ GppBatchRunner::push_results (PendingItem & item)
   return GST_FLOW_OK;
 }
 
+/* The GPU engines read whole 16-byte words of pinned memory: a batch from
+ * our pool is used where it lies, anything else is copied into the pool. */
 GstFlowReturn
-GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
-    std::chrono::steady_clock::time_point entry, bool wait_here, guint pool_size_mib)
+GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
 {
   const guint8 *data = item.batch_map.data;
   const gsize size = item.batch_map.size;
-  item.mode = mode;
-  item.entry = entry;
-  item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
-  item.bytes = captured_bytes (data);
-  item.first_capture_ns = live_capture_ns (data);
-
-  /* The engines read whole 16-byte words of pinned memory: a batch from our
-   * pool is used where it lies, anything else is copied into the pool. */
   GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
       gst_buffer_peek_memory (item.batch, 0) : NULL;
-  if (!mem || !gpp_pinned_allocator_owns (dispatch.pools.input (), mem) ||
-      reinterpret_cast<uintptr_t> (data) % 16 != 0) {
-    if (size > gpp_pinned_allocator_capacity (dispatch.pools.input ())) {
-      if (settle_before_error ())
-        GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte "
-                "batch does not fit the %u MiB pinned pool; raise pool-size or lower "
-                "batch-size.", size, pool_size_mib), (NULL));
-      return GST_FLOW_ERROR;
-    }
-    GstMemory *pinned = gpp_pinned_allocator_alloc_wait (dispatch.pools.input (), size,
-        results.flushing_flag ());
-    if (!pinned)
-      return GST_FLOW_FLUSHING;
-    GstBuffer *staging = gst_buffer_new ();
-    gst_buffer_append_memory (staging, pinned);
-    GstMapInfo staged;
-    gst_buffer_map (staging, &staged, GST_MAP_WRITE);
-    memcpy (staged.data, data, size);
-    gst_buffer_unmap (item.batch, &item.batch_map);
-    item.staging = staging;     /* the item now holds the pinned copy's map */
-    item.batch_map = staged;
-    stats_.add_copied (size);
+  if (mem && gpp_pinned_allocator_owns (dispatch.pools.input (), mem) &&
+      reinterpret_cast<uintptr_t> (data) % 16 == 0)
+    return GST_FLOW_OK;
+  if (size > gpp_pinned_allocator_capacity (dispatch.pools.input ())) {
+    if (settle_before_error ())
+      GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte "
+              "batch does not fit the %u MiB pinned pool; raise pool-size or lower "
+              "batch-size.", size, pool_size_mib), (NULL));
+    return GST_FLOW_ERROR;
   }
+  auto mark = std::chrono::steady_clock::now ();
+  GstMemory *pinned = gpp_pinned_allocator_alloc_wait (dispatch.pools.input (), size,
+      results.flushing_flag ());
+  item.times.pool_wait += lap_ns (mark);
+  if (!pinned)
+    return GST_FLOW_FLUSHING;
+  GstBuffer *staging = gst_buffer_new ();
+  gst_buffer_append_memory (staging, pinned);
+  GstMapInfo staged;
+  gst_buffer_map (staging, &staged, GST_MAP_WRITE);
+  memcpy (staged.data, data, size);
+  gst_buffer_unmap (item.batch, &item.batch_map);
+  item.staging = staging;       /* the item now holds the pinned copy's map */
+  item.batch_map = staged;
+  stats_.add_copied (size);
+  return GST_FLOW_OK;
+}
 
+/* The batch's results buffer, mapped: from the pinned results pool for the
+ * GPU engines (which write it), in ordinary memory for mode=cpu. */
+GstFlowReturn
+GppBatchRunner::map_results (PendingItem & item, guint pool_size_mib)
+{
+  if (!gpp::is_gpu_mode (dispatch.engine ()->mode ())) {
+    map_heap_results (item, item.count);
+    return GST_FLOW_OK;
+  }
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
   if (results_size > gpp_pinned_allocator_capacity (dispatch.pools.results ())) {
     if (settle_before_error ())
@@ -246,16 +287,41 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
               GppPinnedPools::kResultsPoolFactor * pool_size_mib), (NULL));
     return GST_FLOW_ERROR;
   }
+  auto mark = std::chrono::steady_clock::now ();
   GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (dispatch.pools.results (),
       results_size, results.flushing_flag ());
+  item.times.pool_wait += lap_ns (mark);
   if (!results_mem)
     return GST_FLOW_FLUSHING;
   item.results = gst_buffer_new ();
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
+  return GST_FLOW_OK;
+}
 
-  if (!results.reserve (dispatch.engine ()->slots ()))
+GstFlowReturn
+GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
+    std::chrono::steady_clock::time_point entry, bool wait_here, guint pool_size_mib)
+{
+  const guint8 *data = item.batch_map.data;
+  item.mode = mode;
+  item.entry = entry;
+  item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
+  item.bytes = captured_bytes (data);
+  item.first_capture_ns = live_capture_ns (data);
+
+  gpp::Engine *engine = dispatch.engine ();
+  GstFlowReturn ready = gpp::is_gpu_mode (engine->mode ()) ?
+      stage_in_pool (item, pool_size_mib) : GST_FLOW_OK;
+  if (ready == GST_FLOW_OK)
+    ready = map_results (item, pool_size_mib);
+  if (ready != GST_FLOW_OK)
+    return ready;
+
+  auto mark = std::chrono::steady_clock::now ();
+  if (!results.reserve (engine->slots ()))
     return GST_FLOW_FLUSHING;
+  item.times.slot_wait = lap_ns (mark);
   std::string error;
   bool started;
   /* A throw (an allocation deep in the engine) is a batch that could not
@@ -263,7 +329,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
    * FLUSH_STOP would wait for it for ever), and the batches before it still
    * leave first. */
   try {
-    started = dispatch.engine ()->submit (item.batch_map.data, item.batch_map.size, item.count,
+    started = engine->submit (item.batch_map.data, item.batch_map.size, item.count,
         config, reinterpret_cast<GppResult *> (item.results_map.data), &error);
   } catch (const std::exception & e) {
     started = false;
@@ -272,6 +338,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
     started = false;
     error = "an unknown exception";
   }
+  item.times.engine = lap_ns (mark);
   if (!started) {
     item.release ();
     results.cancel_reservation ();
@@ -283,7 +350,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
               gpp::mode_name (mode)), ("%s", error.c_str ()));
     return GST_FLOW_ERROR;
   }
-  item.records_written = dispatch.engine ()->writes_records ();
+  item.records_written = engine->writes_records ();
   /* A table on the GPU: the batch counts itself there; flows that ended
    * before it go out now (a due sweep waits for this batch's update). */
   const bool count_flows = flows.on_device ();
@@ -303,6 +370,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
     results.done (flow);
   } else {
     guint in_flight;
+    item.enqueued = mark;
     flow = results.enqueue (std::move (item), &in_flight);
     stats_.note_in_flight (in_flight);
   }
@@ -317,9 +385,14 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
 GstFlowReturn
 GppBatchRunner::finish (PendingItem & item)
 {
+  auto mark = std::chrono::steady_clock::now ();
+  if (item.enqueued != std::chrono::steady_clock::time_point ())
+    item.times.queued = std::chrono::duration_cast<std::chrono::nanoseconds> (
+        mark - item.enqueued).count ();
   std::string error;
   /* Also when flushing: the GPU owns the memory until the batch is done. */
   const bool ok = dispatch.engine ()->wait_oldest (&error);
+  item.times.engine += lap_ns (mark);
   const bool failed_before = results.retire_slot ();
   if (!ok || failed_before) {
     /* After a failed batch the stream has a hole: the batches behind it
@@ -333,17 +406,11 @@ GppBatchRunner::finish (PendingItem & item)
   const auto *records = item.records_written ?
       reinterpret_cast<const GppResult *> (item.results_map.data) : nullptr;
   account (item.mode, records, item.count, item.bytes, item.entry, item.first_capture_ns);
-  const GstFlowReturn flow_ret = results.flushing () ? GST_FLOW_OK :
-      flows.add (records, item.count);
-  if (flow_ret != GST_FLOW_OK) {
-    item.release ();
-    return flow_ret;
-  }
   if (results.flushing ()) {
     item.release ();
     return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
   }
-  return push_results (item);
+  return flow_and_push (item, records, item.count, mark);
 }
 
 void

@@ -20,6 +20,7 @@
 #include "modedispatch.h"
 #include "procstats.h"
 #include "resultqueue.h"
+#include "resultspool.h"
 
 class GppBatchRunner
 {
@@ -116,8 +117,14 @@ private:
   GppProcStats & stats_;
 
   bool gap_sent_ = false;       /* packet-records=false: a gap went out since the last flush */
+  GppResultsPool heap_results_; /* mode=cpu's results */
 
+  GstFlowReturn stage_in_pool (PendingItem & item, guint pool_size_mib);
+  GstFlowReturn map_results (PendingItem & item, guint pool_size_mib);
+  void map_heap_results (PendingItem & item, uint32_t count);
   GstFlowReturn finish (PendingItem & item);
+  GstFlowReturn flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
+      std::chrono::steady_clock::time_point mark);
   GstFlowReturn push_results (PendingItem & item);
   bool settle_before_error ();
   void account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,

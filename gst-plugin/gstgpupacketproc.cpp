@@ -75,6 +75,7 @@
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
 #include "latencywindow.h"
+#include "procsettings.h"
 #include "procstats.h"
 #include "sharded_engine.h"
 
@@ -318,82 +319,6 @@ gst_gpu_packet_proc_memory_get_type (void)
   return type;
 }
 
-/* Parses device-ids: "" (device-id alone), "all" (every CUDA device), or
- * device numbers separated by commas ("0,1"; a device may repeat: "0,0"
- * runs two shards on one GPU).  Returns NULL on success or what is wrong. */
-static gchar *
-device_ids_from_text (const gchar * text, std::vector<int> *ids)
-{
-  ids->clear ();
-  if (!text || !*text)
-    return NULL;
-  if (g_strcmp0 (text, "all") == 0) {
-    const int count = gpp::gpu_device_count ();
-    if (count == 0)
-      return g_strdup ("device-ids=all: no CUDA device is usable here");
-    for (int d = 0; d < count; d++)
-      ids->push_back (d);
-    return NULL;
-  }
-  gchar **parts = g_strsplit (text, ",", -1);
-  gchar *error = NULL;
-  for (gchar ** p = parts; *p && !error; p++) {
-    gchar *item = g_strstrip (*p);
-    gchar *end = NULL;
-    const gint64 id = g_ascii_strtoll (item, &end, 10);
-    if (!*item || *end || id < 0 || id > G_MAXINT)
-      error = g_strdup_printf ("device-ids \"%s\": \"%s\" is not a device number (write "
-          "numbers separated by commas, or all)", text, item);
-    else
-      ids->push_back ((int) id);
-  }
-  g_strfreev (parts);
-  if (!error && ids->size () > gpp::kMaxShards)
-    error = g_strdup_printf ("device-ids \"%s\": at most %u devices", text, gpp::kMaxShards);
-  if (error)
-    ids->clear ();
-  return error;
-}
-
-/* The key as 80 hex digits, the form the rss-key property shows. */
-static gchar *
-rss_key_to_text (const uint8_t * key)
-{
-  GString *s = g_string_sized_new (2 * gpp::kRssKeySize);
-  for (int i = 0; i < gpp::kRssKeySize; i++)
-    g_string_append_printf (s, "%02x", key[i]);
-  return g_string_free (s, FALSE);
-}
-
-/* Parses 40 bytes of hex, allowing ':', '-' and space between digit pairs
- * (the forms ethtool -x and driver docs print).  Returns NULL on success or a
- * message saying what is wrong. */
-static gchar *
-rss_key_from_text (const gchar * text, uint8_t * key)
-{
-  int n = 0;
-  const gchar *p = text;
-
-  while (*p) {
-    if (*p == ':' || *p == '-' || *p == ' ') {
-      p++;
-      continue;
-    }
-    if (!g_ascii_isxdigit (p[0]) || !g_ascii_isxdigit (p[1]))
-      return g_strdup_printf ("rss-key \"%s\": expected hex digit pairs at \"%s\"",
-          text, p);
-    if (n == gpp::kRssKeySize)
-      return g_strdup_printf ("rss-key \"%s\": longer than %d bytes", text,
-          gpp::kRssKeySize);
-    key[n++] = (uint8_t) (g_ascii_xdigit_value (p[0]) * 16 + g_ascii_xdigit_value (p[1]));
-    p += 2;
-  }
-  if (n != gpp::kRssKeySize)
-    return g_strdup_printf ("rss-key \"%s\": %d bytes, a Toeplitz key needs %d",
-        text, n, gpp::kRssKeySize);
-  return NULL;
-}
-
 static gpp::Mode
 to_engine_mode (GstGpuPacketProcMode mode)
 {
@@ -610,6 +535,9 @@ engine_settings_locked (GstGpuPacketProc * self)
   settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
   settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
   settings.records_to_host = self->packet_records;
+  /* low-latency: each batch on the streaming thread; otherwise the next one
+   * arrives while the engine's threads run this one. */
+  settings.cpu_pipelined = !self->low_latency;
   return settings;
 }
 
@@ -1258,7 +1186,9 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           blurb_printf ("Host threads for mode=cpu (its packet core, and its flow table, "
               "which takes the value the element starts with), 0 = one per core; batches "
               "under %u packets per thread use fewer threads, since handing them out costs "
-              "more", gpp::CpuEngine::kMinPacketsPerThread),
+              "more. Raise it when batches of %u packets or more come faster than one core "
+              "parses them", gpp::CpuEngine::kMinPacketsPerThread,
+              2 * gpp::CpuEngine::kMinPacketsPerThread),
           0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
       g_param_spec_int ("device-id", "Device ID", "CUDA device for the GPU modes",
@@ -1303,10 +1233,10 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           GST_TYPE_GPU_PACKET_PROC_WAIT, DEFAULT_WAIT, rw_playing));
   g_object_class_install_property (gobject_class, PROP_LOW_LATENCY,
       g_param_spec_boolean ("low-latency", "Low latency",
-          "GPU modes: the streaming thread waits for each batch and pushes its results "
-          "itself, with no hand-off to the src pad's task: lower and steadier latency "
-          "for one batch at a time, but batches no longer overlap (leave off for "
-          "throughput)", DEFAULT_LOW_LATENCY, rw_playing));
+          "The streaming thread waits for each batch (mode=cpu: runs it) and pushes its "
+          "results itself, with no hand-off to the src pad's task: lower and steadier "
+          "latency for one batch at a time, but the next batch no longer arrives while "
+          "this one runs (leave off for throughput)", DEFAULT_LOW_LATENCY, rw_playing));
   g_object_class_install_property (gobject_class, PROP_PACKET_RECORDS,
       g_param_spec_boolean ("packet-records", "Packet records",
           "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
@@ -1370,7 +1300,10 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
           "for each mode used; capture-latency-p50/p99/p999/max-ns (capture "
           "timestamp of each batch's first packet to its result push, wall clock, "
           "last %zu batches; recorded only when upstream answers the LATENCY query as live, 0 otherwise); "
-          "batches-in-flight, max-batches-in-flight; "
+          "batches-in-flight, max-batches-in-flight; time-pool-wait-ns, time-slot-wait-ns, "
+          "time-queued-ns, time-engine-ns, time-push-ns (where the batches' time went, summed: "
+          "waiting for pinned pool room, waiting for an engine slot, queued for the push task, "
+          "in the engine, pushing downstream); "
           "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
           "(batches from outside the pinned pool); pool-fallbacks (upstream "
           "allocations the full pool could not serve); pool-bytes-in-use; "

@@ -8,9 +8,13 @@
  * and payloads can carry patterns from a DPI pattern file, at chosen rates,
  * so the classification stages do real work.  A ring of batches is generated
  * on READY→PAUSED and replayed (packet numbers and timestamps renewed), each
- * batch written into memory from the downstream allocator (gpupacketproc's
- * pinned pool), so the source can push far above line rate;
- * #GstPacketTestSrc:rate paces it for latency runs.
+ * batch in memory from the downstream allocator (gpupacketproc's pinned
+ * pool).  The batches are copied there once, into a pool of buffers that
+ * come back to the source when downstream is done with them: a replay then
+ * renews only the descriptors, so the source costs far less than the
+ * element it feeds (a copy per batch took ~30 us of a 4096 x 64-byte batch,
+ * the GPU modes' whole budget at 150-270 Mpps).  #GstPacketTestSrc:rate
+ * paces it for latency runs.
  *
  * ## Example launch line
  * |[
@@ -31,6 +35,7 @@
 
 #include "batch_builder.h"
 #include "batchbuffer.h"
+#include "gstpinnedallocator.h"
 #include "traffic_gen.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_packet_test_src_debug);
@@ -45,6 +50,11 @@ GST_DEBUG_CATEGORY_STATIC (gst_packet_test_src_debug);
 #define DEFAULT_RATE_SHARE 0.0
 /* The generated ring stays below this (frames are at most 1518 bytes). */
 #define MAX_RING_BYTES (G_GUINT64_CONSTANT (2) << 30)
+/* Buffers of the replay pool: enough for the batches a GPU mode has in flight
+ * and queued (a multiple of ring-batches, so each keeps its batch). */
+#define MIN_POOLED_BATCHES 16
+/* Plain memory the pool may take beyond the ring itself. */
+#define POOL_PLAIN_BYTES (G_GUINT64_CONSTANT (64) << 20)
 
 enum
 {
@@ -74,6 +84,9 @@ struct _GstPacketTestSrc
 
   /* streaming state, between start and stop */
   std::vector<std::vector<uint8_t>> *ring;
+  GstBufferPool *pool;          /* replay buffers, or NULL: a copy per batch */
+  GstAllocator *pool_allocator; /* the allocator the pool was made for */
+  bool pool_tried;              /* the pool was set up (or found not to fit) */
   std::mutex *pace_lock;        /* rate pacing waits, cut short by unlock */
   std::condition_variable *pace_wake;
   bool unlocking;
@@ -107,6 +120,26 @@ gst_packet_test_src_profile_get_type (void)
     g_once_init_leave (&type, t);
   }
   return type;
+}
+
+/* Which ring batch a pooled buffer holds (index + 1; 0: none yet). */
+static GQuark
+ring_index_quark (void)
+{
+  static GQuark quark = g_quark_from_static_string ("gpp-ring-index");
+  return quark;
+}
+
+static void
+gst_packet_test_src_drop_pool (GstPacketTestSrc * self)
+{
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_clear_object (&self->pool);
+  }
+  if (self->pool_allocator)
+    gst_clear_object (&self->pool_allocator);
+  self->pool_tried = false;
 }
 
 static gboolean
@@ -191,9 +224,98 @@ static gboolean
 gst_packet_test_src_stop (GstBaseSrc * base)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
+  gst_packet_test_src_drop_pool (self);
   delete self->ring;
   self->ring = nullptr;
   return TRUE;
+}
+
+/* Sets up the replay pool for the allocator downstream proposed: as many
+ * buffers of the largest batch as fit (a multiple of the ring where it can,
+ * at most half of gpupacketproc's pinned pool, so the element always has
+ * room for what it must copy there), or none when fewer than two fit. */
+static void
+gst_packet_test_src_make_pool (GstPacketTestSrc * self, GstAllocator * allocator,
+    const GstAllocationParams & params)
+{
+  const guint ring = (guint) self->ring->size ();
+  gsize largest = 0;
+  for (const auto & batch : *self->ring)
+    largest = MAX (largest, batch.size ());
+  guint64 budget = allocator && GPP_IS_PINNED_ALLOCATOR (allocator) ?
+      gpp_pinned_allocator_capacity (allocator) / 2 :
+      MAX ((guint64) ring * largest, POOL_PLAIN_BYTES);
+  guint buffers = ring * ((MIN_POOLED_BATCHES + ring - 1) / ring);
+  buffers = (guint) MIN ((guint64) buffers, budget / MAX (largest, (gsize) 1));
+  self->pool_tried = true;
+  self->pool_allocator = allocator ? GST_ALLOCATOR (gst_object_ref (allocator)) : NULL;
+  if (buffers < 2) {
+    GST_INFO_OBJECT (self, "no replay pool: a %" G_GSIZE_FORMAT "-byte batch is too large "
+        "for it; copying each batch", largest);
+    return;
+  }
+  self->pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (self->pool);
+  /* All made at once and handed out in turn (the pool is a FIFO): with
+   * fewer made, the few in use would each hold a different batch every time. */
+  gst_buffer_pool_config_set_params (config, NULL, (guint) largest, buffers, buffers);
+  gst_buffer_pool_config_set_allocator (config, allocator, &params);
+  if (!gst_buffer_pool_set_config (self->pool, config) ||
+      !gst_buffer_pool_set_active (self->pool, TRUE)) {
+    GST_WARNING_OBJECT (self, "could not set up a replay pool; copying each batch");
+    gst_clear_object (&self->pool);
+    return;
+  }
+  GST_INFO_OBJECT (self, "replay pool: %u buffers of %" G_GSIZE_FORMAT " bytes", buffers,
+      largest);
+}
+
+/* A buffer holding ring batch `index`, mapped for writing: from the replay
+ * pool, copied only when the buffer held another batch; or else freshly
+ * allocated and copied. */
+static GstFlowReturn
+gst_packet_test_src_batch_buffer (GstPacketTestSrc * self, guint index, GstBuffer ** out,
+    GstMapInfo * map)
+{
+  GstAllocator *allocator = NULL;
+  GstAllocationParams params;
+  gst_base_src_get_allocator (GST_BASE_SRC (self), &allocator, &params);
+  if (!self->pool_tried || allocator != self->pool_allocator) {
+    /* Under the lock unlock takes: it finds the pool there, or none. */
+    std::lock_guard<std::mutex> lock (*self->pace_lock);
+    gst_packet_test_src_drop_pool (self);
+    gst_packet_test_src_make_pool (self, allocator, params);
+    if (self->pool && self->unlocking)
+      gst_buffer_pool_set_flushing (self->pool, TRUE);
+  }
+  if (allocator)
+    gst_object_unref (allocator);
+
+  const std::vector<uint8_t> &batch = (*self->ring)[index];
+  if (!self->pool) {
+    *out = gpp_src_alloc_batch (GST_BASE_SRC (self), batch.size (), map);
+    if (!*out)
+      return GST_FLOW_ERROR;
+    memcpy (map->data, batch.data (), batch.size ());
+    return GST_FLOW_OK;
+  }
+  GstBuffer *buf = NULL;
+  const GstFlowReturn ret = gst_buffer_pool_acquire_buffer (self->pool, &buf, NULL);
+  if (ret != GST_FLOW_OK)
+    return ret;                 /* FLUSHING on unlock */
+  gst_buffer_resize (buf, 0, batch.size ());
+  if (!gst_buffer_map (buf, map, GST_MAP_WRITE)) {
+    gst_buffer_unref (buf);
+    GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not map a batch buffer."), (NULL));
+    return GST_FLOW_ERROR;
+  }
+  const gpointer held = GUINT_TO_POINTER (index + 1);
+  if (gst_mini_object_get_qdata (GST_MINI_OBJECT (buf), ring_index_quark ()) != held) {
+    memcpy (map->data, batch.data (), batch.size ());
+    gst_mini_object_set_qdata (GST_MINI_OBJECT (buf), ring_index_quark (), held, NULL);
+  }
+  *out = buf;
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -218,10 +340,11 @@ gst_packet_test_src_create_body (GstPushSrc * src, GstBuffer ** out)
   }
 
   GstMapInfo map;
-  GstBuffer *buf = gpp_src_alloc_batch (GST_BASE_SRC (src), batch.size (), &map);
-  if (!buf)
-    return GST_FLOW_ERROR;
-  memcpy (map.data, batch.data (), batch.size ());
+  GstBuffer *buf = NULL;
+  const GstFlowReturn ret = gst_packet_test_src_batch_buffer (self,
+      (guint) (self->batches_out % self->ring->size ()), &buf, &map);
+  if (ret != GST_FLOW_OK)
+    return ret;
   /* Fresh numbers and capture times for every replay. */
   auto *descs = reinterpret_cast<GppPacketDesc *> (map.data + header->header_size);
   const guint64 now_ns = (guint64) g_get_real_time () * 1000;
@@ -245,6 +368,8 @@ gst_packet_test_src_unlock (GstBaseSrc * base)
   std::lock_guard<std::mutex> lock (*self->pace_lock);
   self->unlocking = true;
   self->pace_wake->notify_all ();
+  if (self->pool)               /* a wait for a buffer to come back */
+    gst_buffer_pool_set_flushing (self->pool, TRUE);
   return TRUE;
 }
 
@@ -254,6 +379,8 @@ gst_packet_test_src_unlock_stop (GstBaseSrc * base)
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (base);
   std::lock_guard<std::mutex> lock (*self->pace_lock);
   self->unlocking = false;
+  if (self->pool)
+    gst_buffer_pool_set_flushing (self->pool, FALSE);
   return TRUE;
 }
 
@@ -354,6 +481,7 @@ static void
 gst_packet_test_src_finalize (GObject * object)
 {
   GstPacketTestSrc *self = GST_PACKET_TEST_SRC (object);
+  gst_packet_test_src_drop_pool (self);
   delete self->ring;
   delete self->pace_lock;
   delete self->pace_wake;
@@ -447,6 +575,9 @@ gst_packet_test_src_init (GstPacketTestSrc * self)
   self->acl_rate = DEFAULT_RATE_SHARE;
   self->dpi_rate = DEFAULT_RATE_SHARE;
   self->ring = nullptr;
+  self->pool = NULL;
+  self->pool_allocator = NULL;
+  self->pool_tried = false;
   self->pace_lock = new std::mutex ();
   self->pace_wake = new std::condition_variable ();
   self->unlocking = false;

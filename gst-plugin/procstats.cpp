@@ -38,6 +38,17 @@ GppProcStats::add_copied (guint64 bytes)
   copied_bytes_ += bytes;
 }
 
+void
+GppProcStats::add_times (const GppBatchTimes & t)
+{
+  std::lock_guard<std::mutex> guard (lock_);
+  times_.pool_wait += t.pool_wait;
+  times_.slot_wait += t.slot_wait;
+  times_.queued += t.queued;
+  times_.engine += t.engine;
+  times_.push += t.push;
+}
+
 /* Adds `from` to `into` shard by shard; a place that held another device
  * (device-ids changed) starts again from `from`'s figures. */
 static void
@@ -92,6 +103,7 @@ GppProcStats::reset ()
   bytes_h2d_ = bytes_d2h_ = 0;
   shards_.clear ();
   max_in_flight_ = 0;
+  times_ = {};
   latency_.clear ();
   capture_latency_.clear ();
   for (int m = 0; m < gpp::kModeCount; m++) {
@@ -121,6 +133,11 @@ GppProcStats::to_structure (const GppLiveFigures & live)
       "capture-latency-max-ns", G_TYPE_UINT64, capture_latency_.percentile (100),
       "batches-in-flight", G_TYPE_UINT, live.in_flight,
       "max-batches-in-flight", G_TYPE_UINT, max_in_flight_,
+      "time-pool-wait-ns", G_TYPE_UINT64, times_.pool_wait,
+      "time-slot-wait-ns", G_TYPE_UINT64, times_.slot_wait,
+      "time-queued-ns", G_TYPE_UINT64, times_.queued,
+      "time-engine-ns", G_TYPE_UINT64, times_.engine,
+      "time-push-ns", G_TYPE_UINT64, times_.push,
       "bytes-to-device", G_TYPE_UINT64, bytes_h2d_ + live.engine_h2d,
       "bytes-from-device", G_TYPE_UINT64, bytes_d2h_ + live.engine_d2h,
       "copied-batches", G_TYPE_UINT64, copied_batches_,

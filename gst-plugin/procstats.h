@@ -14,6 +14,17 @@
 #include "latencywindow.h"
 #include "sharded_engine.h"
 
+/* Where a batch's time went between the chain's entry and the end of its
+ * push, ns (the stats sum them over batches). */
+struct GppBatchTimes
+{
+  guint64 pool_wait = 0;        /* the chain waiting for pinned pool room (a copy, results) */
+  guint64 slot_wait = 0;        /* the chain waiting for an engine slot (all were in flight) */
+  guint64 queued = 0;           /* started, queued behind earlier batches for the push task */
+  guint64 engine = 0;           /* in the engine: its submit, and the wait for the batch */
+  guint64 push = 0;             /* host flow metering and the push downstream */
+};
+
 /* What only the element knows when the stats are read: its engine, pools
  * and rule sets at that moment. */
 struct GppLiveFigures
@@ -51,6 +62,8 @@ public:
   bool account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
       guint64 latency_ns, bool has_capture_latency, guint64 capture_latency_ns);
   void add_copied (guint64 bytes);
+  /* A pushed batch's times (account () came before its push). */
+  void add_times (const GppBatchTimes & times);
   /* Copy traffic of an engine about to be destroyed, and with device-ids
    * each of its shards' figures (kept, and added to a later engine's with
    * the same device at the same place). */
@@ -72,6 +85,7 @@ private:
   guint64 bytes_h2d_ = 0, bytes_d2h_ = 0;  /* of engines already destroyed */
   std::vector<gpp::ShardFigures> shards_;   /* likewise, per shard */
   guint max_in_flight_ = 0;
+  GppBatchTimes times_;         /* summed over batches */
   LatencyWindow latency_;       /* chain entry to result push, ns, all modes */
   LatencyWindow mode_latency_[gpp::kModeCount];
   guint64 mode_batches_[gpp::kModeCount] = {};

@@ -25,6 +25,7 @@
 #include "acl_rules.h"
 #include "dpi_patterns.h"
 #include "engine.h"
+#include "procstats.h"
 #include "spin_lock.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 
@@ -44,6 +45,8 @@ struct PendingItem
   guint64 bytes = 0;
   guint64 first_capture_ns = 0; /* capture time of the batch's first packet */
   std::chrono::steady_clock::time_point entry;
+  std::chrono::steady_clock::time_point enqueued;  /* for the push task; unset: finished in the chain */
+  GppBatchTimes times;
   gpp::Mode mode = gpp::Mode::Cpu;
   bool push_records = true;     /* packet-records: false pushes a gap instead */
   bool records_written = true;  /* false: the engine left them on the GPU */
@@ -109,6 +112,8 @@ private:
     std::swap (bytes, o.bytes);
     std::swap (first_capture_ns, o.first_capture_ns);
     std::swap (entry, o.entry);
+    std::swap (enqueued, o.enqueued);
+    std::swap (times, o.times);
     std::swap (mode, o.mode);
     std::swap (push_records, o.push_records);
     std::swap (records_written, o.records_written);

@@ -872,10 +872,21 @@ struct Proc
     gst_object_unref (bus);
   }
 
+  /* Waits until every batch pushed so far is out (a serialized query
+   * drains the element: mode=cpu, like the GPU modes, pushes from its task
+   * unless low-latency is set). */
+  void drain ()
+  {
+    GstQuery *query = gst_query_new_drain ();
+    gst_pad_peer_query (h->srcpad, query);
+    gst_query_unref (query);
+  }
+
   /* Pushes @batch, expects one results buffer and returns it. */
   GstBuffer *push_pull (GstBuffer * batch)
   {
     fail_unless_equals_int (gst_harness_push (h, batch), GST_FLOW_OK);
+    drain ();
     fail_unless_equals_int (gst_harness_buffers_in_queue (h), 1);
     return gst_harness_pull (h);
   }
@@ -1033,6 +1044,7 @@ GST_START_TEST (test_proc_packet_records_off)
   GST_BUFFER_PTS (timed) = 3 * GST_SECOND;
   GST_BUFFER_DURATION (timed) = 40 * GST_MSECOND;
   fail_unless_equals_int (gst_harness_push (p.h, timed), GST_FLOW_OK);
+  p.drain ();
   fail_unless_equals_int (gst_harness_buffers_in_queue (p.h), 0);
   std::vector<std::pair<GstClockTime, GstClockTime>> gaps;
   for (GstEvent *e; (e = gst_harness_try_pull_event (p.h)) != NULL; gst_event_unref (e)) {

@@ -1,9 +1,9 @@
 // gpupacketproc's threading and pool contracts, through GstHarness on the
 // simulated GPU:
 //
-//   thread     mode=cpu, and any mode with low-latency=true, push each
-//              results buffer from the thread that pushed the batch (no
-//              hop); the other GPU modes push from the element's task.
+//   thread     any mode with low-latency=true pushes each results buffer
+//              from the thread that pushed the batch (no hop); without it
+//              every mode, cpu too, pushes from the element's task.
 //   flush      a chain waiting for room in the pinned results pool (a
 //              downstream that holds every results buffer) returns
 //              GST_FLOW_FLUSHING as soon as FLUSH_START arrives (the pool
@@ -386,7 +386,8 @@ void check_cpu_cycles() {
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  check_thread("mode=cpu", true);
+  check_thread("mode=cpu low-latency=true", true);
+  check_thread("mode=cpu", false);
   check_thread("mode=streams low-latency=true", true);
   check_thread("mode=persistent low-latency=true", true);
   check_thread("mode=streams", false);

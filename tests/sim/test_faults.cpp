@@ -68,7 +68,8 @@ void on_handoff(GstElement *, GstBuffer *buf, GstPad *, gpointer data) {
   for (size_t off = 0; off + sizeof(GppResult) <= map.size; off += sizeof(GppResult))
     run->packets.push_back(reinterpret_cast<const GppResult *>(map.data + off)->packet_number);
   gst_buffer_unmap(buf, &map);
-  // mode=cpu pushes from its chain, so batch 3 sees the new mode.
+  // mode=cpu with low-latency pushes from its chain, so batch 3 sees the
+  // new mode.
   if (run->switch_to && run->packets.size() == 16)
     gst_util_set_object_arg(G_OBJECT(run->proc), "mode", run->switch_to);
 }
@@ -228,7 +229,7 @@ int main(int argc, char **argv) {
       g_setenv("GPP_SIM_FAULT", c.fault, TRUE);
       Run run;
       if (c.mid_stream) run.switch_to = mode;
-      run_pipeline(argv[1], c.mid_stream ? "cpu" : mode, run);
+      run_pipeline(argv[1], c.mid_stream ? "cpu low-latency=true" : mode, run);
       std::vector<std::string> problems;
       if (run.error.empty())
         problems.push_back(run.eos ? "EOS instead of an error" : "no error within 30 s");
