@@ -29,33 +29,78 @@ namespace gpp {
 enum class TextFormat { kCsv, kJsonLines };
 
 // Room one record's line may need, newline included, in either format and
-// for either record (the widest, a JSON result line with every field at its
-// longest, is about 820 bytes; test_resulttext checks it stays below).
+// for either record: the widest, a JSON result line with every field at its
+// longest, is 817 bytes (test_resulttext checks it), and names are copied
+// as 32-byte blocks that may write up to 32 bytes past a line's end.
 constexpr size_t kMaxTextLineBytes = 1024;
 
 // The CSV header row (column names, then a newline).
 const std::string &csv_header_row(const GppResult *);
 const std::string &csv_header_row(const GppFlowRecord *);
 
+// The Community ID texts of recent records.  A conversation's packets share
+// one, and its SHA-1 is most of a row's cost (365 of about 550 ns for a CSV
+// row on a 2-core VM), so each formatting thread remembers the last ones it
+// computed, keyed by every field community_id_digest() reads (the test
+// checks that no other field changes a digest).
+class CommunityIdCache {
+public:
+  // The fields a record's Community ID is computed from, packed.
+  struct Key {
+    uint8_t src[16];
+    uint8_t dst[16];
+    uint16_t seed;
+    uint16_t sport;
+    uint16_t dport;
+    uint8_t ip_version;
+    uint8_t ip_flags; // GPP_IP_HEADER_PARSED and GPP_IP_L4_PARSED only
+    uint8_t l4_proto;
+    uint8_t icmp_type;
+    uint8_t icmp_code;
+    uint8_t zero;
+  };
+  static Key key_of(const GppResult &r, uint16_t seed);
+
+  CommunityIdCache();
+  // The record's Community ID text ("1:" and 28 base64 characters, no
+  // NUL), or nullptr when it has none (no IP header parsed).
+  const char *text(const GppResult &r, uint16_t seed);
+
+private:
+  struct Slot {
+    Key key;
+    bool used;
+    bool has_id;
+    char text[30];
+  };
+  // Direct-mapped: 4096 slots of 80 bytes stay in a core's L2 cache.
+  static constexpr unsigned kSlotBits = 12;
+  std::vector<Slot> slots_;
+};
+
 // Writes the lines of records [0, count) at `out`, which has room for
 // count * kMaxTextLineBytes; returns the bytes written.  Every field of a
 // record is read as it is, except vlan_count: past GPP_MAX_VLANS only the
 // tags a record holds are written (the element rejects such records first).
+// Community IDs come from `cache` where one is given.
 size_t format_records(const GppResult *records, size_t count, TextFormat format,
-                      uint16_t community_id_seed, char *out);
+                      uint16_t community_id_seed, char *out,
+                      CommunityIdCache *cache = nullptr);
 size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
                       char *out);
 
 class TextEncoder {
 public:
   // Below this many records per thread a buffer uses fewer threads.  The
-  // pool's two hand-outs (format, copy) cost about 5 us a buffer: on a
-  // 2-core VM, CSV of `mix` traffic took 500 ns a record on one thread,
-  // 580 on two at 8 records each, 390 at 32 each and 330 at 128 each.
-  static constexpr size_t kMinRecordsPerThread = 64;
+  // pool's two hand-outs (format, copy) cost a few microseconds a buffer: on
+  // a 2-core VM a CSV row of `mix` traffic (Community ID cached) took
+  // 115-130 ns on one thread, and on two 335 ns at 8 records a thread,
+  // 120-160 at 32, 87-123 at 64 and 80-115 at 128.
+  static constexpr size_t kMinRecordsPerThread = 128;
 
   // threads == 0: one per online core.
   explicit TextEncoder(unsigned threads);
+  ~TextEncoder();
 
   unsigned threads() const { return pool_.threads(); }
 
@@ -76,6 +121,7 @@ private:
     std::unique_ptr<char, FreeText> text;
     size_t capacity = 0;
     size_t size = 0;
+    std::unique_ptr<CommunityIdCache> ids;
   };
 
   template <typename Record, typename Format>
