@@ -129,7 +129,11 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string &path,
 
   r->source_ = ByteSource::open(path, error);
   if (!r->source_) return nullptr;
-  if (!r->read_pcap_header()) r->source_.reset(); // a layout libpcap reads alone
+  if (!r->read_pcap_header()) {
+    r->source_.reset(); // a layout libpcap reads alone
+  } else {
+    r->mapped_ = r->source_->fixed_bytes(&r->mapped_size_);
+  }
   *kind = OpenError::None;
   return r;
 }
@@ -179,14 +183,17 @@ bool CaptureReader::read_pcap_header() {
 // The walk reads one record header after another, each where the last
 // one's length says: a chain of cache misses the hardware prefetchers do
 // not foresee.  Asking for the bytes a few KiB ahead turns it into a stream.
-void CaptureReader::prefetch_ahead(const uint8_t *at) {
-  const uint64_t want = offset_ + kPrefetchDistance;
+// Only in a mapped file, whose pages ensure() maps a step ahead: a
+// decoded stream's bytes were just written, and are cached.
+void CaptureReader::prefetch_ahead() {
+  if (!mapped_) return;
+  if (offset_ + kPrefetchDistance > mapped_ahead_) {
+    source_->ensure(offset_, kMapAhead + kPrefetchDistance);
+    mapped_ahead_ = offset_ + kMapAhead;
+  }
+  const uint64_t want = std::min(offset_ + kPrefetchDistance, mapped_size_);
   if (prefetched_to_ < offset_) prefetched_to_ = offset_;
-  if (want <= prefetched_to_ + 64) return;
-  const size_t n = source_->ensure(prefetched_to_, want - prefetched_to_);
-  const uint8_t *p = at + (prefetched_to_ - offset_);
-  for (size_t i = 0; i < n; i += 64) __builtin_prefetch(p + i);
-  prefetched_to_ += n;
+  for (; prefetched_to_ < want; prefetched_to_ += 64) __builtin_prefetch(mapped_ + prefetched_to_);
 }
 
 CaptureReader::Step CaptureReader::source_end() {
@@ -238,22 +245,26 @@ CaptureReader::Step CaptureReader::next(Record *r) {
   return format_ == Format::Pcap ? next_pcap(r) : next_pcapng(r);
 }
 
+// libpcap's arithmetic: its 32-bit header fields are signed, but a
+// byte-swapped one reaches the timeval unsigned.
+uint64_t CaptureReader::pcap_timestamp(uint32_t seconds, uint32_t fraction) const {
+  const int64_t sec = swapped_ ? int64_t{seconds} : int64_t{static_cast<int32_t>(seconds)};
+  int64_t frac = swapped_ ? int64_t{fraction} : int64_t{static_cast<int32_t>(fraction)};
+  if (!nanosecond_) frac *= 1000;
+  return static_cast<uint64_t>(sec) * kNanosPerSecond + static_cast<uint64_t>(frac);
+}
+
 CaptureReader::Step CaptureReader::next_pcap(Record *r) {
+  prefetch_ahead();
   const size_t have = source_->ensure(offset_, 16);
   if (have == 0) return source_end();
   if (have < 16) return hand_over(r);
   const uint8_t *h = source_->at(offset_);
-  prefetch_ahead(h);
   const uint32_t seconds = read32(h, swapped_), fraction = read32(h + 4, swapped_);
   const uint32_t caplen = read32(h + 8, swapped_), wirelen = read32(h + 12, swapped_);
   if (caplen > snapshot_) return hand_over(r); // libpcap truncates or refuses it
   if (source_->ensure(offset_ + 16, caplen) < caplen) return hand_over(r);
-  // libpcap's arithmetic: its 32-bit header fields are signed, but a
-  // byte-swapped one reaches the timeval unsigned.
-  const int64_t sec = swapped_ ? int64_t{seconds} : int64_t{static_cast<int32_t>(seconds)};
-  int64_t frac = swapped_ ? int64_t{fraction} : int64_t{static_cast<int32_t>(fraction)};
-  if (!nanosecond_) frac *= 1000;
-  r->timestamp_ns = static_cast<uint64_t>(sec) * kNanosPerSecond + static_cast<uint64_t>(frac);
+  r->timestamp_ns = pcap_timestamp(seconds, fraction);
   r->source = offset_ + 16;
   r->data = source_->at(r->source);
   r->caplen = caplen;
@@ -265,11 +276,11 @@ CaptureReader::Step CaptureReader::next_pcap(Record *r) {
 
 CaptureReader::Step CaptureReader::next_pcapng(Record *r) {
   for (;;) {
+    prefetch_ahead();
     const size_t have = source_->ensure(offset_, 12);
     if (have == 0) return source_end();
     if (have < 12) return hand_over(r);
     const uint8_t *b = source_->at(offset_);
-    prefetch_ahead(b);
     const uint32_t type = read32(b, false);
     if (type == kPcapngSectionHeader) {
       const uint32_t order = read32(b + 8, false);
@@ -379,11 +390,21 @@ CaptureReader::Step CaptureReader::next_pcapng(Record *r) {
 
 CaptureReader::Step CaptureReader::plan(BatchPlan *plan, uint32_t max_packets, size_t max_bytes) {
   plan->clear();
+  plan->packets.reserve(std::min<uint32_t>(max_packets, 1u << 16));
   staging_.clear();
   if (!error_.empty()) return Step::Error;
-  if (fallback_) source_.reset();
+  if (fallback_) {
+    source_.reset();
+    mapped_ = nullptr;
+  }
   if (source_) source_->release(offset_);
+  const bool fast = mapped_ && !fallback_ && !libpcap_only_ && !have_filter_ &&
+                    format_ == Format::Pcap;
   while (plan->count() < max_packets && plan->size() < max_bytes) {
+    if (fast) {
+      plan_mapped_pcap(plan, max_packets, max_bytes);
+      if (plan->count() >= max_packets || plan->size() >= max_bytes) break;
+    }
     Record r;
     if (next(&r) != Step::Batch) break;
     if (have_filter_) {
@@ -392,19 +413,49 @@ CaptureReader::Step CaptureReader::plan(BatchPlan *plan, uint32_t max_packets, s
       h.len = r.wirelen;
       if (!pcap_offline_filter(&filter_, &h, r.data)) continue;
     }
-    PlannedPacket p;
-    p.source = r.source;
-    p.data_at = plan->data_bytes;
-    p.timestamp_ns = r.timestamp_ns;
-    p.number = records_read_;
-    p.caplen = r.caplen;
-    p.wirelen = std::max(r.wirelen, r.caplen);
-    plan->packets.push_back(p);
-    plan->data_bytes += gpp_align_up(r.caplen, GPP_PACKET_ALIGN);
-    plan->captured_bytes += r.caplen;
+    add(plan, r.source, r.caplen, r.wirelen, r.timestamp_ns);
   }
   if (plan->count()) return Step::Batch;
   return error_.empty() ? Step::End : Step::Error;
+}
+
+void CaptureReader::add(BatchPlan *plan, uint64_t source, uint32_t caplen, uint32_t wirelen,
+                        uint64_t timestamp_ns) const {
+  PlannedPacket p;
+  p.source = source;
+  p.data_at = plan->data_bytes;
+  p.timestamp_ns = timestamp_ns;
+  p.number = records_read_;
+  p.caplen = caplen;
+  p.wirelen = std::max(wirelen, caplen);
+  plan->packets.push_back(p);
+  plan->data_bytes += gpp_align_up(caplen, GPP_PACKET_ALIGN);
+  plan->captured_bytes += caplen;
+}
+
+// The walk of next_pcap() for the common case, in a tight loop over the
+// mapped bytes: it stops before any record that needs more (the end of
+// the file, a length past the snapshot or the file), which next_pcap()
+// then reads, or hands to libpcap.
+void CaptureReader::plan_mapped_pcap(BatchPlan *plan, uint32_t max_packets, size_t max_bytes) {
+  while (plan->count() < max_packets && plan->size() < max_bytes) {
+    if (offset_ + 16 > mapped_size_) return;
+    prefetch_ahead();
+    const uint8_t *h = mapped_ + offset_;
+    const uint32_t caplen = read32(h + 8, swapped_);
+    if (caplen > snapshot_ || offset_ + 16 + caplen > mapped_size_) return;
+    records_read_++;
+    // The walk itself only needs the length: the writers read the rest.
+    PlannedPacket p;
+    p.source = PlannedPacket::kPcapRecord | offset_;
+    p.data_at = plan->data_bytes;
+    p.number = records_read_;
+    p.caplen = caplen;
+    plan->packets.push_back(p);
+    plan->data_bytes += gpp_align_up(caplen, GPP_PACKET_ALIGN);
+    plan->captured_bytes += caplen;
+    offset_ += 16 + uint64_t{caplen};
+  }
 }
 
 const uint8_t *CaptureReader::packet_bytes(uint64_t source) const {
@@ -432,15 +483,26 @@ void CaptureReader::write(const BatchPlan &plan, uint8_t *dst, WorkerPool *pool)
     for (uint32_t i = first; i < last; ++i) {
       const PlannedPacket &p = plan.packets[i];
       GppPacketDesc d{};
-      d.timestamp_ns = p.timestamp_ns;
+      const uint8_t *bytes;
+      if (p.source & PlannedPacket::kPcapRecord) {
+        const uint8_t *h = mapped_ + (p.source & PlannedPacket::kOffsetMask);
+        d.timestamp_ns = pcap_timestamp(read32(h, swapped_), read32(h + 4, swapped_));
+        d.wirelen = std::max(read32(h + 12, swapped_), p.caplen);
+        bytes = h + 16;
+      } else {
+        d.timestamp_ns = p.timestamp_ns;
+        d.wirelen = p.wirelen;
+        bytes = packet_bytes(p.source);
+      }
       d.packet_number = p.number;
       d.offset = static_cast<uint32_t>(data_start + p.data_at);
       d.caplen = p.caplen;
-      d.wirelen = p.wirelen;
       std::memcpy(&descs[i], &d, sizeof d);
       uint8_t *out = dst + d.offset;
-      std::memcpy(out, packet_bytes(p.source), p.caplen);
-      std::memset(out + p.caplen, 0, gpp_align_up(p.caplen, GPP_PACKET_ALIGN) - p.caplen);
+      // The padding: the packet's last 16-byte word zeroed, then its bytes over it.
+      const size_t padded = gpp_align_up(p.caplen, GPP_PACKET_ALIGN);
+      if (padded != p.caplen) std::memset(out + padded - GPP_PACKET_ALIGN, 0, GPP_PACKET_ALIGN);
+      std::memcpy(out, bytes, p.caplen);
     }
   };
   if (pool && pool->threads() > 1 && plan.data_bytes >= kParallelWriteBytes)

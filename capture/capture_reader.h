@@ -31,7 +31,11 @@ namespace gpp::capture {
 // or, with kStaged, in the reader's staging area) and what its descriptor says.
 struct PlannedPacket {
   static constexpr uint64_t kStaged = 1ull << 63;
-  uint64_t source;       // offset of its bytes
+  // The source is a pcap record header in the mapped file, whose time and
+  // wire length the writer threads read (timestamp_ns and wirelen unset).
+  static constexpr uint64_t kPcapRecord = 1ull << 62;
+  static constexpr uint64_t kOffsetMask = kPcapRecord - 1;
+  uint64_t source;       // offset of its bytes (or record), with the flags above
   uint64_t data_at;      // offset of its bytes in the batch's packet area
   uint64_t timestamp_ns;
   uint64_t number;       // 1-based place in the file
@@ -119,7 +123,11 @@ private:
   // The walk stops here: libpcap reads on from the first record not yet read.
   Step hand_over(Record *r);
   Step source_end();
-  void prefetch_ahead(const uint8_t *at);
+  void prefetch_ahead();
+  void plan_mapped_pcap(BatchPlan *plan, uint32_t max_packets, size_t max_bytes);
+  void add(BatchPlan *plan, uint64_t source, uint32_t caplen, uint32_t wirelen,
+           uint64_t timestamp_ns) const;
+  uint64_t pcap_timestamp(uint32_t seconds, uint32_t fraction) const;
   const uint8_t *packet_bytes(uint64_t source) const;
 
   std::string path_;
@@ -137,8 +145,13 @@ private:
   bool swapped_ = false;        // the file's byte order is not the host's
   bool nanosecond_ = false;     // pcap: nanosecond timestamps
   uint64_t offset_ = 0;         // next record or block in the file's bytes
+  // A mapped file (ByteSource::fixed_bytes): walked through pointers.
+  const uint8_t *mapped_ = nullptr;
+  uint64_t mapped_size_ = 0;
+  uint64_t mapped_ahead_ = 0;   // ensure() has mapped the pages up to here
   uint64_t prefetched_to_ = 0;
   static constexpr uint64_t kPrefetchDistance = 4096;
+  static constexpr uint64_t kMapAhead = 1u << 20;
   std::vector<Interface> interfaces_;
   uint32_t first_idb_snaplen_ = 0;
   bool have_first_idb_ = false;

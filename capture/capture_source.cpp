@@ -59,6 +59,10 @@ public:
     return n;
   }
   const uint8_t *at(uint64_t offset) const override { return data_ + offset; }
+  const uint8_t *fixed_bytes(uint64_t *size) const override {
+    *size = size_;
+    return data_;
+  }
   // Drops the pages behind the reader from this process (they stay in the
   // page cache), so a long file does not grow the resident set.
   void release(uint64_t offset) override {

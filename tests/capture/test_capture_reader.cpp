@@ -455,6 +455,27 @@ TEST(CaptureReader, CompressedCapturesReadAsTheirPlainBytes) {
   }
 }
 
+// Larger than the decoder's chunks: records straddle chunks, and the window
+// moves under the walk (a walk that kept a pointer across a move read freed
+// memory).
+TEST(CaptureReader, CompressedCaptureLargerThanTheWindowReadsAsPlain) {
+  TempDir dir;
+  std::vector<Packet> packets;
+  const auto sample = sample_packets();
+  while (packets.size() < 80000) packets.insert(packets.end(), sample.begin(), sample.end());
+  const auto bytes = make_pcap(packets, false, true);
+  ASSERT_GT(bytes.size(), 12u << 20);
+  const std::string plain = dir.file("big.pcap");
+  write_bytes(plain, bytes);
+  write_bytes(plain + ".gz", gzip(bytes));
+  write_bytes(plain + ".zst", zstd(bytes));
+  for (uint32_t batch : {1u, 4096u}) {
+    const Reading want = read_file(plain, batch, 1, true);
+    expect_same(want, read_file(plain + ".gz", batch, 3, false), "gz batch " + std::to_string(batch));
+    expect_same(want, read_file(plain + ".zst", batch, 3, false), "zst batch " + std::to_string(batch));
+  }
+}
+
 // A compressed capture that ends early keeps every packet before the cut
 // and fails naming where the compressed data ended.
 TEST(CaptureReader, CompressedCaptureCutShortNamesTheOffset) {
