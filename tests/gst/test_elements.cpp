@@ -1546,6 +1546,24 @@ GST_START_TEST (test_proc_stats)
   fail_unless (stat (s, "latency-p99-ns") >= p50);
   fail_unless (stat (s, "latency-p999-ns") >= stat (s, "latency-p99-ns"));
   fail_unless (stat (s, "latency-max-ns") >= stat (s, "latency-p999-ns"));
+  /* Where the time went: every batch was in the engine and pushed; a
+   * pipelined mode=cpu batch queues for the task; nothing here waits for
+   * the pinned pool (there is none) or, one batch at a time, for a slot. */
+  fail_unless (stat (s, "time-engine-ns") > 0);
+  fail_unless (stat (s, "time-push-ns") > 0);
+  fail_unless (stat (s, "time-queued-ns") > 0);
+  fail_unless_equals_uint64 (stat (s, "time-pool-wait-ns"), 0);
+  gst_structure_free (s);
+
+  /* low-latency: the streaming thread runs each batch; nothing queues. */
+  g_object_set (p.h->element, "low-latency", TRUE, NULL);
+  s = p.stats ();
+  const guint64 queued = stat (s, "time-queued-ns");
+  gst_structure_free (s);
+  p.process (batch2);
+  s = p.stats ();
+  fail_unless_equals_uint64 (stat (s, "time-queued-ns"), queued);
+  fail_unless_equals_uint64 (stat (s, "batches"), 6);
   gst_structure_free (s);
 
   /* Counted since the last READY→PAUSED. */
@@ -1557,6 +1575,7 @@ GST_START_TEST (test_proc_stats)
   fail_unless_equals_uint64 (stat (s, "batches"), 0);
   fail_unless_equals_uint64 (stat (s, "packets"), 0);
   fail_unless_equals_uint64 (stat (s, "latency-p50-ns"), 0);
+  fail_unless_equals_uint64 (stat (s, "time-engine-ns"), 0);
   gst_structure_free (s);
 }
 
