@@ -489,7 +489,7 @@ gst_packet_result_enc_class_init (GstPacketResultEncClass * klass)
           "must share the seed); read at the start of each stream",
           0, G_MAXUINT16, DEFAULT_COMMUNITY_ID_SEED, rw_ready));
   gchar *threads_blurb = g_strdup_printf ("Threads that format each buffer's records, "
-      "0 = one per core (the default: a row costs one to three times what "
+      "0 = one per core (the default: a row costs 1.5 to 4 times what "
       "gpupacketproc's packet core spends on its packet, so one thread holds a pipeline "
       "back); "
       "buffers under %zu records per thread use fewer, since handing them out costs "
