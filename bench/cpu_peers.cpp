@@ -6,7 +6,8 @@
 // on the GPU host for the report.
 //
 //   gpupacket-cpu-peers [--quick] [--threads N] [--min-ms MS] [--csv FILE]
-//                       [--test-acl PATH] DATA_DIR
+//                       [--test-acl PATH] [--pcap FILE [--workload NAME]
+//                       [--pcap-packets N]] DATA_DIR
 //
 // Workers are pinned one per CPU of the set the process was allowed before
 // rte_eal_init (peer_workers.h says why); N defaults to all of them.  Every
@@ -29,7 +30,15 @@
 // --csv the figures go to FILE, one row per figure:
 // profile,workload,item,threads,packets,mpps,differences, 1-core rows
 // (threads=1) before N-core ones; gpupacket-bench --peers-csv reads them.
+//
+// --pcap FILE (bench/pipeline-bench.py): instead of all the above, rte_acl,
+// Hyperscan and the CPU pipeline over the packets of a capture file (its
+// IPv4 packets among its first --pcap-packets, default 1,000,000; Ethernet), with the rules of
+// --workload (default acl1+et2024: ClassBench acl1 10k and ET Open 2024's
+// fast patterns), the pipeline's answers checked against gpupacket's on the
+// first 100,000 packets; the figures go to --csv as profile "pcap".
 #include <hs/hs.h>
+#include <pcap/pcap.h>
 #include <rte_acl.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -74,6 +83,8 @@ struct Options {
   unsigned threads = 0; // 0: every allowed CPU
   double min_seconds = 0;
   std::string data, csv, test_acl;
+  std::string pcap, workload = "acl1+et2024"; // --pcap: the capture section alone
+  size_t pcap_packets = 1000000;
 };
 
 bool parse_count(const char *text, unsigned long max, unsigned long *out) {
@@ -88,7 +99,8 @@ bool parse_options(int argc, char **argv, Options *opt) {
   unsigned long min_ms = 0, value = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    const bool takes_value = a == "--csv" || a == "--test-acl" || a == "--threads" || a == "--min-ms";
+    const bool takes_value = a == "--csv" || a == "--test-acl" || a == "--threads" || a == "--min-ms" ||
+                             a == "--pcap" || a == "--workload" || a == "--pcap-packets";
     if (takes_value && i + 1 >= argc) {
       std::fprintf(stderr, "%s needs a value\n", a.c_str());
       return false;
@@ -101,12 +113,17 @@ bool parse_options(int argc, char **argv, Options *opt) {
       opt->csv = argv[++i];
     } else if (a == "--test-acl") {
       opt->test_acl = argv[++i];
-    } else if (a == "--threads" || a == "--min-ms") {
-      if (!parse_count(argv[++i], a == "--threads" ? 4096 : 600000, &value)) {
+    } else if (a == "--pcap") {
+      opt->pcap = argv[++i];
+    } else if (a == "--workload") {
+      opt->workload = argv[++i];
+    } else if (a == "--threads" || a == "--min-ms" || a == "--pcap-packets") {
+      if (!parse_count(argv[++i], a == "--threads" ? 4096 : a == "--min-ms" ? 600000 : 1ul << 32, &value)) {
         std::fprintf(stderr, "%s: expected a positive whole number, got \"%s\"\n", a.c_str(), argv[i]);
         return false;
       }
       if (a == "--threads") opt->threads = static_cast<unsigned>(value);
+      else if (a == "--pcap-packets") opt->pcap_packets = value;
       else min_ms = value;
     } else if (a.rfind("--", 0) != 0 && opt->data.empty()) {
       opt->data = a;
@@ -115,7 +132,7 @@ bool parse_options(int argc, char **argv, Options *opt) {
       return false;
     }
   }
-  opt->cells = opt->cells || !opt->csv.empty();
+  opt->cells = opt->pcap.empty() && (opt->cells || !opt->csv.empty());
   opt->min_seconds = (min_ms ? min_ms : opt->quick ? 10 : 250) / 1000.0;
   return !opt->data.empty();
 }
@@ -586,6 +603,107 @@ bool cells_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut 
   return ok;
 }
 
+// ---- a capture file's packets -------------------------------------------------------------------
+// rte_acl, Hyperscan and the CPU pipeline over the first packets of a capture,
+// with a workload's rules: the DPI comparison of bench/pipeline-bench.py.
+
+bool load_frames(const Options &opt, Frames *frames, std::string *error) {
+  char errbuf[PCAP_ERRBUF_SIZE] = "";
+  pcap_t *p = pcap_open_offline(opt.pcap.c_str(), errbuf);
+  if (!p) {
+    *error = opt.pcap + ": " + errbuf;
+    return false;
+  }
+  if (pcap_datalink(p) != DLT_EN10MB) {
+    pcap_close(p);
+    *error = opt.pcap + ": not an Ethernet capture";
+    return false;
+  }
+  pcap_pkthdr *hdr = nullptr;
+  const u_char *data = nullptr;
+  int rc;
+  while (frames->size() < opt.pcap_packets && (rc = pcap_next_ex(p, &hdr, &data)) == 1)
+    frames->emplace_back(data, data + hdr->caplen);
+  if (rc == -1) *error = opt.pcap + ": " + pcap_geterr(p);
+  pcap_close(p);
+  if (rc != -1 && frames->empty()) *error = opt.pcap + ": no packets";
+  return error->empty();
+}
+
+bool capture_section(const Options &opt, WorkerPool &pool, PinCheck &pins, CsvOut &csv) {
+  const gppbench::Workload *w = gppbench::find_workload(opt.workload);
+  if (!w || !w->acl || !w->dpi) {
+    std::fprintf(stderr, "--workload %s: not a workload with ACL and DPI (e.g. acl1+et2024)\n",
+                 opt.workload.c_str());
+    return false;
+  }
+  std::string error;
+  Frames frames;
+  gppbench::RuleSets sets;
+  if (!load_frames(opt, &frames, &error) || !gppbench::load_rule_sets(opt.data, &sets, &error, w->realistic)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return false;
+  }
+  peers::RteAcl acl = peers::build_rte_acl(*sets.find_acl(w->acl)->rules, "peers-pcap", &error);
+  HsDatabase hs = acl ? compile_hyperscan(*sets.find_dpi(w->dpi)->patterns, &error) : nullptr;
+  if (!acl || !hs) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return false;
+  }
+  const gpp::CoreConfig full = gppbench::workload_config(*w, sets);
+  gpp::CoreConfig parse = full;
+  parse.acl = nullptr;
+  parse.dpi = nullptr;
+  parse.acl_default_action = GPP_ACL_NONE;
+  // The IPv4 packets alone: the harness's rte_acl context holds the IPv4
+  // rules and classifies IPv4 5-tuples (an application would run a second
+  // context for IPv6 and skip what is not IP).
+  const size_t read = frames.size();
+  std::vector<GppResult> parsed;
+  std::vector<Tuple> tuples;
+  size_t kept = 0;
+  for (size_t i = 0; i < read; ++i) {
+    const auto len = static_cast<uint32_t>(frames[i].size());
+    GppResult r;
+    gpp::process_packet(frames[i].data(), len, len, GPP_LINKTYPE_ETHERNET, i + 1, 0, parse, r);
+    if (r.ip_version != 4 || !(r.ip_flags & GPP_IP_HEADER_PARSED)) continue;
+    frames[kept++].swap(frames[i]);
+    parsed.push_back(r);
+    tuples.push_back(peers::tuple_of(r));
+  }
+  frames.resize(kept);
+  const size_t packets = kept;
+  if (!packets) {
+    std::fprintf(stderr, "%s: no IPv4 packets\n", opt.pcap.c_str());
+    return false;
+  }
+  // The answers on the first packets, untimed (the whole capture would take
+  // longer than the measurement).
+  const Frames checked(frames.begin(), frames.begin() + std::min<size_t>(packets, 100000));
+  CellCheck check;
+  if (!compare_pipeline({&checked, parse, acl.get(), hs.get()}, full, &check, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return false;
+  }
+  const PipelineInput in{&frames, parse, acl.get(), hs.get()};
+  const unsigned n = pool.size();
+  std::printf("\n%s: %zu IPv4 packets of the first %zu, workload %s; Mpps on 1 / %u cores (scaling); "
+              "%zu differences from gpupacket's answers on the first %zu\n",
+              opt.pcap.c_str(), packets, read, w->name, n, check.differences, checked.size());
+  const Scaling rows[] = {
+      pool.scaling("rte_acl", packets, kChunk, rte_acl_item(in.acl, tuples), opt.min_seconds),
+      pool.scaling("hyperscan", packets, kChunk, hyperscan_item(in.dpi, frames, parsed), opt.min_seconds),
+      pool.scaling("pipeline", packets, kChunk, pipeline_item(in), opt.min_seconds),
+  };
+  bool ok = check.differences == 0;
+  for (const Scaling &s : rows) {
+    pins.add(s);
+    ok = print_row(s, s.name == "pipeline" ? "parse + RSS, rte_acl, Hyperscan" : "") && ok;
+    csv.add("pcap", w->name, s.name.c_str(), s, n, check.differences);
+  }
+  return ok;
+}
+
 // ---- the run ----------------------------------------------------------------------------------------
 
 int run(const Options &opt, const std::vector<int> &allowed) {
@@ -607,6 +725,18 @@ int run(const Options &opt, const std::vector<int> &allowed) {
     std::fprintf(stderr, "%s: cannot write: %s\n", opt.csv.c_str(), std::strerror(errno));
     return 1;
   }
+
+  // The CSV written, the pinning checked, the verdict.
+  auto finish = [&](bool ok) {
+    if (!opt.csv.empty() && !csv.close()) {
+      std::fprintf(stderr, "%s: write failed\n", opt.csv.c_str());
+      ok = false;
+    }
+    ok = pins.report() && ok;
+    std::printf("\n%s\n", ok ? "PASS" : "FAIL");
+    return ok ? 0 : 1;
+  };
+  if (!opt.pcap.empty()) return finish(capture_section(opt, pool, pins, csv));
 
   std::string error;
   auto acl = gpp::load_acl_rules(opt.data + "/acl/classbench_acl1_1k.rules", &error);
@@ -728,13 +858,7 @@ int run(const Options &opt, const std::vector<int> &allowed) {
     }
   }
   if (opt.cells) ok = cells_section(opt, pool, pins, csv) && ok;
-  if (!opt.csv.empty() && !csv.close()) {
-    std::fprintf(stderr, "%s: write failed\n", opt.csv.c_str());
-    ok = false;
-  }
-  ok = pins.report() && ok;
-  std::printf("\n%s\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
+  return finish(ok);
 }
 
 } // namespace
@@ -743,7 +867,8 @@ int main(int argc, char **argv) {
   Options opt;
   if (!parse_options(argc, argv, &opt)) {
     std::fprintf(stderr,
-                 "usage: %s [--quick] [--threads N] [--min-ms MS] [--cells] [--csv FILE] [--test-acl PATH] DATA_DIR\n",
+                 "usage: %s [--quick] [--threads N] [--min-ms MS] [--cells] [--csv FILE] [--test-acl PATH]\n"
+                 "       [--pcap FILE [--workload NAME] [--pcap-packets N]] DATA_DIR\n",
                  argv[0]);
     return 2;
   }

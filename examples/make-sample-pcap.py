@@ -6,6 +6,11 @@ and QinQ tags, IPv6 extension headers, IPv4 fragments, ARP, and a small share
 of deliberately broken packets (bad IHL, bad checksums, cut by the snap
 length), so every column of the output has something to show.  Python's
 standard library only; deterministic for a given --seed.
+
+For benchmarks: --frame-size B writes only IPv4 UDP frames of exactly B bytes
+(60: the smallest Ethernet frame, 64 on the wire with its FCS) over the same
+flows; --distinct N makes N packets and then repeats them, timestamps going
+on, until --packets (millions of packets in seconds rather than minutes).
 """
 import argparse
 import random
@@ -102,6 +107,13 @@ def make_packet(rng, flows):
     return ether(bytes(p), 0x0800)
 
 
+def make_udp_frame(rng, flows, frame_size):
+    """An IPv4 UDP frame of exactly frame_size bytes from one of the flows."""
+    src4, dst4, _, _, sport, dport = rng.choice(flows)
+    data = bytes(rng.getrandbits(8) for _ in range(frame_size - 42))
+    return ether(ipv4(src4, dst4, 17, l4(17, src4, dst4, sport, dport, data, False)), 0x0800)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("output")
@@ -109,7 +121,15 @@ def main():
     ap.add_argument("--flows", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--snaplen", type=int, default=1024, help="longer packets are cut (caplen < len)")
+    ap.add_argument("--frame-size", type=int, metavar="BYTES",
+                    help="only IPv4 UDP frames of exactly BYTES bytes (42 or more; 60 = minimum Ethernet)")
+    ap.add_argument("--distinct", type=int, metavar="N",
+                    help="make N packets, then repeat them with later timestamps up to --packets")
     args = ap.parse_args()
+    if args.frame_size is not None and not 42 <= args.frame_size <= args.snaplen:
+        ap.error("--frame-size must be between 42 and --snaplen")
+    if args.distinct is not None and args.distinct < 1:
+        ap.error("--distinct must be at least 1")
     rng = random.Random(args.seed)
     flows = []
     for _ in range(args.flows):
@@ -118,18 +138,30 @@ def main():
                       bytes([0x20, 0x01, 0x0d, 0xb8] + [rng.randrange(256) for _ in range(12)]),
                       bytes([0x20, 0x01, 0x0d, 0xb8, 0, 1] + [rng.randrange(256) for _ in range(10)]),
                       rng.randrange(1024, 65536), rng.choice([53, 80, 443, 8080, 4789, 123])))
+    distinct = min(args.packets, args.distinct or args.packets)
     with open(args.output, "wb") as out:
         out.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, args.snaplen, 1))  # ns timestamps
-        written, t_ns = 0, 1_700_000_000 * 10**9
-        while written < args.packets:
-            made = make_packet(rng, flows)
-            for frame in made if isinstance(made, list) else [made]:
-                if written == args.packets:
+        made, t_ns = [], 1_700_000_000 * 10**9
+        while len(made) < distinct:
+            if args.frame_size is None:
+                packets = make_packet(rng, flows)
+            else:
+                packets = make_udp_frame(rng, flows, args.frame_size)
+            for frame in packets if isinstance(packets, list) else [packets]:
+                if len(made) == distinct:
                     break
                 t_ns += rng.randrange(200, 20000)
-                cap = frame[:args.snaplen]
-                out.write(struct.pack("<IIII", t_ns // 10**9, t_ns % 10**9, len(cap), len(frame)) + cap)
-                written += 1
+                made.append((t_ns, frame))
+        # Repeats go on from the last timestamp, with the same gaps.
+        span = made[-1][0] - made[0][0] + 10000
+        records = [(t, struct.pack("<II", min(len(f), args.snaplen), len(f)) + f[:args.snaplen])
+                   for t, f in made]
+        written, shift, stamp = 0, 0, struct.Struct("<II").pack
+        while written < args.packets:
+            part = records[:args.packets - written]
+            out.write(b"".join(stamp(*divmod(t + shift, 10**9)) + rest for t, rest in part))
+            written += len(part)
+            shift += span
     print(f"wrote {written} packets to {args.output}")
 
 

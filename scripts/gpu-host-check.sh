@@ -16,6 +16,13 @@
 # $OUT/softflowd.md.
 # soak (not in the default): gpupacket-soak in mode=persistent with the ACL
 # and DPI stages on, SOAK_MINUTES (3) long, its report in $OUT/soak.md.
+# pipeline (not in the default; a call of its own, about 6 minutes):
+# bench/pipeline-bench.py, the gst-launch-1.0 pipelines a user runs beside
+# dd, the engine alone and the peer tools on two generated 4M-packet
+# captures, its report (report.md, report.csv, the plots where matplotlib
+# is) in $OUT/pipeline; PIPELINE_ARGS adds options (e.g. --packets N).  Pack
+# with `scripts/pack-gpu-host.sh --pipeline` (or --peers): the peer tools
+# then come from build/peers; one missing there is skipped with the reason.
 # On the lent host one command may run 10 minutes: run suite-parity,
 # suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03; peers
 # 137 s, and the full realistic grid after them did not finish within 330 s:
@@ -145,6 +152,12 @@ if want softflowd; then
   softflowd=$(command -v softflowd || echo "$PWD/.gstrt/root/usr/sbin/softflowd")
   TAIL=20 run softflowd python3 bench/flows-vs-softflowd.py --softflowd "$softflowd" \
     --packets 4194304 --flows 400000 --runs 3 --report "$OUT/softflowd.md"
+fi
+if want pipeline; then
+  tools=()
+  [ -d build/peers/bin ] && tools=(--tools-dir build/peers/bin)
+  TAIL=${PIPELINE_TAIL:-140} run pipeline python3 bench/pipeline-bench.py "${tools[@]}" \
+    ${PIPELINE_ARGS:-} --out "$OUT/pipeline"
 fi
 if want soak; then
   TAIL=30 run soak build/bench/gpupacket-soak --minutes "${SOAK_MINUTES:-3}" --interval 10 \

@@ -15,9 +15,12 @@ demo_packages="build-essential pkg-config meson ninja-build python3
 # tcpreplay, iproute2 and procps (sysctl) for the live tests' namespaces,
 # PyGObject for the Python example, DPDK and Hyperscan (the CPU peers),
 # matplotlib (the plots), clang and its libFuzzer runtime (the fuzz harnesses),
-# nfdump (nfcapd, the IPFIX collector ipfixsink is tested against), softflowd
-# (the flow probe gpupacketproc's flows are compared with).
+# nfdump (nfcapd, the IPFIX collector ipfixsink is tested against; nfpcapd),
+# softflowd (the flow probe gpupacketproc's flows are compared with), and the
+# other flow meters bench/pipeline-bench.py runs on the same captures: argus
+# (argus-server; argus-client's racount counts its packets) and pmacct (pmacctd).
 test_packages="libgtest-dev tshark tcpdump libdpdk-dev tcpreplay iproute2 procps nfdump softflowd
+  argus-server argus-client pmacct
   python3-gi gir1.2-gstreamer-1.0 gir1.2-gst-plugins-base-1.0
   python3-matplotlib clang libclang-rt-14-dev"
 packages=$demo_packages
