@@ -200,10 +200,10 @@ class Item:
     packets the tool says it handled (None: it says nothing); expect: 'all'
     or 'ip', what that count must equal."""
 
-    def __init__(self, name, kind, argv=None, input="full", count=None, expect=None,
-                 env=None, lines=False, prepare=None, needs_gpu=False):
+    def __init__(self, name, kind, argv, input="full", count=None, expect=None, lines=False,
+                 prepare=None, needs_gpu=False):
         self.name, self.kind, self.argv, self.input = name, kind, argv, input
-        self.count, self.expect, self.env, self.lines = count, expect, env, lines
+        self.count, self.expect, self.lines = count, expect, lines
         self.prepare, self.needs_gpu = prepare, needs_gpu
 
 
@@ -273,7 +273,6 @@ class Bench:
                              "batch-size=%d" % self.a.batch_size, "!"] + list(elements)
 
     def items(self):
-        a = self.a
         proc = lambda *props: ["gpupacketproc"] + list(props)
         out = [Item("dd bs=4M", "floor", lambda p: ["dd", "if=" + p, "of=/dev/null", "bs=4M"]),
                Item("pcapsrc", "source", self.gst("fakesink"))]
@@ -300,7 +299,7 @@ class Bench:
                 out.append(Item("%s acl+dpi" % name, "classify",
                                 self.gst(*(proc(*(props + rules)) + ["!", "fakesink"])),
                                 needs_gpu=name == "graph"))
-        if a.no_peers:
+        if self.a.no_peers:
             return out
         out.append(Item("tcpdump -w /dev/null", "reader",
                         lambda p: [self.which("tcpdump"), "-r", p, "-w", "/dev/null"],
@@ -418,7 +417,7 @@ class Bench:
             fig.status, fig.note = "skipped", "%s not found%s" % (tool, self.missing_hint(tool))
             return fig
         if item.needs_gpu and self.gpu_reason:
-            fig.status, fig.note = "skipped", "no GPU: " + self.gpu_reason
+            fig.status, fig.note = "skipped", "no GPU"
             return fig
         env = self.gst_env if probe[0] == self.gst_launch else self.peer_env
         big_runs, small_runs = [], []
@@ -503,7 +502,7 @@ class Bench:
                 fig.mpps, fig.gbps = float(row["mpps"]), float(row["file_gbytes_per_s"])
                 fig.note = "in memory, %s passes" % fmt(fig.packets / cap.packets, 1)
             elif row["status"] == "skipped":
-                self.gpu_reason = row["note"]
+                self.gpu_reason, fig.note = row["note"], "no GPU"
             else:
                 self.failed = True
             self.figures.append(fig)
@@ -636,19 +635,6 @@ class Bench:
 
 # ---- output ---------------------------------------------------------------------------------
 
-PEERS_TABLE = """| tool | what it does that gpupacket does not | what gpupacket does that it does not |
-|---|---|---|
-| dd | nothing but read: the floor | everything |
-| tcpdump -w | BPF filtering, rewriting the capture (pcap out) | parsing, records, classification |
-| tshark -T fields | thousands of protocol dissectors, reassembly, any field by name | batch parsing on every core or a GPU; ACL, DPI, RSS, Community ID |
-| softflowd | NetFlow v5/v9 export, sampling, a daemon for live interfaces | per-packet records; ACL, DPI; several cores; GPU flow table |
-| nfpcapd | nfcapd files for the nfdump tool chain, pcap rotation | per-packet records; ACL, DPI; several cores |
-| argus | bidirectional flow status records with RTT, loss, jitter; its ra* clients | per-packet records; ACL, DPI; several cores |
-| pmacctd | aggregation by any key into SQL, Kafka, AMQP; BGP/IGP correlation | per-packet records; ACL, DPI; several cores |
-| CPU pipeline (rte_acl + Hyperscan) | regular expressions (Hyperscan), DPDK's ecosystem | one process from a capture to records; the same stages on a GPU |
-"""
-
-
 def host_lines(bench):
     cpu = "?"
     try:
@@ -688,7 +674,7 @@ def table(bench, capture, markdown):
 
 
 def report(bench, captures, argv):
-    text = []
+    text = ["GPU: " + ("none (%s)" % bench.gpu_reason if bench.gpu_reason else "usable")]
     for c in captures:
         text.append("")
         text.append("== %s: %s; %d packets, %.3f GB (%.0f bytes a packet in the file); start-up "
@@ -699,7 +685,7 @@ def report(bench, captures, argv):
         for name, v, _, _ in bench.ratios(c.name):
             text.append("  %-52s %8.3fx" % (name, v))
         if bench.gpu_reason:
-            text.append("targets: not evaluated (no GPU: %s)" % bench.gpu_reason)
+            text.append("targets: not evaluated (no GPU)")
         else:
             text.append("targets:")
             for name, v, goal, status in bench.targets(c.name):
@@ -734,12 +720,13 @@ def report(bench, captures, argv):
         md += ["| %s | %.3fx |" % (n, v) for n, v, _, _ in bench.ratios(c.name)]
         md.append("")
         if bench.gpu_reason:
-            md += ["Targets not evaluated: no GPU (%s)." % bench.gpu_reason, ""]
+            md += ["Targets not evaluated: no GPU.", ""]
         else:
             md += ["| target | measured | goal | status |", "|---|---|---|---|"]
             md += ["| %s | %s | %g | %s |" % (n, fmt(v, 3), g, s) for n, v, g, s in bench.targets(c.name)]
             md.append("")
-    md += ["## The peers beside gpupacket", "", PEERS_TABLE]
+    md += ["What each peer does that gpupacket does not, and the reverse: bench/README.md, "
+           "pipeline-bench.py.", ""]
     with open(os.path.join(bench.a.out, "report.md"), "w") as fh:
         fh.write("\n".join(md))
     with open(os.path.join(bench.a.out, "report.csv"), "w", newline="") as fh:

@@ -53,7 +53,7 @@ def main():
         ax.set_xlabel("steady Mpps (log scale)")
         if floor:
             ax.axvline(floor, color="black", linestyle="--", linewidth=1)
-            ax.text(floor, -0.8, " dd %.0f Mpps" % floor, fontsize=8, va="bottom")
+            ax.text(floor, -0.8, " dd %.3g Mpps" % floor, fontsize=8, va="bottom")
         for y, (_, _, v) in zip(ys, bars):
             ax.text(v, y, " %.3g" % v, va="center", fontsize=7)
         handles = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in KINDS.items()
