@@ -1038,7 +1038,7 @@ void section_c(Run &run, Grid &grid) {
                     "cpu-threads 0 (all cores), compared with cpu-all.");
   t.notes.push_back("low-latency rows: the element's low-latency=true (the streaming thread waits "
                     "for each batch and pushes its results itself, no hand-off to the src pad "
-                    "task); cpu pushes from the streaming thread either way.");
+                    "task; for cpu, the batch also runs on the streaming thread, not the engine's own).");
   run.report.add_table(t);
 
   // C2: free-running pipelines.

@@ -438,24 +438,42 @@ void CaptureReader::add(BatchPlan *plan, uint64_t source, uint32_t caplen, uint3
 // the file, a length past the snapshot or the file), which next_pcap()
 // then reads, or hands to libpcap.
 void CaptureReader::plan_mapped_pcap(BatchPlan *plan, uint32_t max_packets, size_t max_bytes) {
-  while (plan->count() < max_packets && plan->size() < max_bytes) {
-    if (offset_ + 16 > mapped_size_) return;
-    prefetch_ahead();
-    const uint8_t *h = mapped_ + offset_;
-    const uint32_t caplen = read32(h + 8, swapped_);
-    if (caplen > snapshot_ || offset_ + 16 + caplen > mapped_size_) return;
-    records_read_++;
+  // Locals, not members: stores into the plan would otherwise make the
+  // compiler reload every member on each record.
+  const uint8_t *const base = mapped_;
+  const uint64_t size = mapped_size_;
+  const uint32_t snapshot = snapshot_;
+  const bool swapped = swapped_;
+  uint64_t offset = offset_, records = records_read_, prefetched = std::max(prefetched_to_, offset_);
+  uint64_t data = plan->data_bytes, captured = plan->captured_bytes;
+  uint32_t count = plan->count();
+  while (count < max_packets && gpp_batch_size(count, data) < max_bytes && offset + 16 <= size) {
+    if (offset + kPrefetchDistance > mapped_ahead_) {
+      source_->ensure(offset, kMapAhead + kPrefetchDistance);
+      mapped_ahead_ = offset + kMapAhead;
+    }
+    for (const uint64_t want = std::min(offset + kPrefetchDistance, size); prefetched < want;
+         prefetched += 64)
+      __builtin_prefetch(base + prefetched);
+    const uint32_t caplen = read32(base + offset + 8, swapped);
+    if (caplen > snapshot || offset + 16 + caplen > size) break;
     // The walk itself only needs the length: the writers read the rest.
     PlannedPacket p;
-    p.source = PlannedPacket::kPcapRecord | offset_;
-    p.data_at = plan->data_bytes;
-    p.number = records_read_;
+    p.source = PlannedPacket::kPcapRecord | offset;
+    p.data_at = data;
+    p.number = ++records;
     p.caplen = caplen;
     plan->packets.push_back(p);
-    plan->data_bytes += gpp_align_up(caplen, GPP_PACKET_ALIGN);
-    plan->captured_bytes += caplen;
-    offset_ += 16 + uint64_t{caplen};
+    data += gpp_align_up(caplen, GPP_PACKET_ALIGN);
+    captured += caplen;
+    offset += 16 + uint64_t{caplen};
+    count++;
   }
+  offset_ = offset;
+  records_read_ = records;
+  prefetched_to_ = prefetched;
+  plan->data_bytes = data;
+  plan->captured_bytes = captured;
 }
 
 const uint8_t *CaptureReader::packet_bytes(uint64_t source) const {
