@@ -31,6 +31,7 @@ import datetime
 import importlib.util
 import os
 import platform
+import pwd
 import re
 import shutil
 import statistics
@@ -302,7 +303,8 @@ class Bench:
         if self.a.no_peers:
             return out
         out.append(Item("tcpdump -w /dev/null", "reader",
-                        lambda p: [self.which("tcpdump"), "-r", p, "-w", "/dev/null"],
+                        lambda p: ([self.which("tcpdump")] + self.tcpdump_user() +
+                                   ["-r", p, "-w", "/dev/null"]),
                         count=self.tcpdump_count, expect="all"))
         out.append(Item("tshark -T fields", "text",
                         lambda p: [self.which("tshark"), "-n", "-r", p, "-T", "fields",
@@ -336,9 +338,22 @@ class Bench:
         found = re.findall(pattern, (r.out + r.err).decode(errors="replace"))
         return int(found[-1]) if found else None
 
+    @staticmethod
+    def tcpdump_user():
+        """Debian's tcpdump, started as root, switches to the user 'tcpdump'
+        and stops where there is none (the GPU host): root stays root there."""
+        if os.geteuid() != 0:
+            return []
+        try:
+            pwd.getpwnam("tcpdump")
+            return []
+        except KeyError:
+            return ["-Z", "root"]
+
     def tcpdump_count(self, r, scratch):
         # tcpdump -w says nothing of what it read: --count (untimed) reads the same file.
-        p = subprocess.run([self.which("tcpdump"), "-r", scratch["input"], "--count"],
+        p = subprocess.run([self.which("tcpdump")] + self.tcpdump_user() +
+                           ["-r", scratch["input"], "--count"],
                            capture_output=True, text=True, env=self.peer_env)
         m = re.search(r"^(\d+) packets", p.stdout, re.M)
         return int(m.group(1)) if m else None
@@ -369,7 +384,9 @@ class Bench:
             os.unlink(out)
 
     def argus_argv(self, path):
-        return [self.which("argus"), "-r", path, "-w", os.path.join(self.work, "out.argus")]
+        # -X: argus's own defaults, not an /etc/argus.conf that one machine has
+        # and another lacks.
+        return [self.which("argus"), "-X", "-r", path, "-w", os.path.join(self.work, "out.argus")]
 
     def argus_count(self, r, scratch):
         racount = self.which("racount")
@@ -823,7 +840,8 @@ def main():
                 subprocess.run([sys.executable, gen, path, "--packets", str(a.packets), "--distinct",
                                 str(min(a.packets, distinct))] + extra, check=True,
                                stdout=subprocess.DEVNULL)
-                captures.append(Capture(name, path, description + " (--distinct %d)" % min(a.packets, distinct)))
+                captures.append(Capture(name, path, "%s (--distinct %d)" %
+                                        (description, min(a.packets, distinct))))
         for tool, args in (("tcpdump", ["--version"]), ("tshark", ["--version"]), ("softflowd", ["-h"]),
                            ("nfpcapd", ["-V"]), ("argus", ["-h"]), ("pmacctd", ["-V"])):
             bench.version(tool, args)
