@@ -73,7 +73,7 @@ private:
     bool has_id;
     char text[30];
   };
-  // Direct-mapped: 4096 slots of 80 bytes stay in a core's L2 cache.
+  // Direct-mapped: 4096 slots (304 KB) stay in a core's L2 cache.
   static constexpr unsigned kSlotBits = 12;
   std::vector<Slot> slots_;
 };
