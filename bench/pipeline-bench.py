@@ -479,7 +479,7 @@ class Bench:
 
     def shown(self, argv):
         """A command as the report shows it: the scratch folder as $WORK."""
-        return " ".join(argv).replace(self.work, "$WORK")
+        return " ".join(a if a is not None else "(not found)" for a in argv).replace(self.work, "$WORK")
 
     def missing_hint(self, tool):
         hints = {"tshark": " (Debian: tshark; not carried to the GPU host: libwireshark is 111 MB)",
