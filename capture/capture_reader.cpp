@@ -1,5 +1,7 @@
 #include "capture_reader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -107,7 +109,12 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string &path,
                                                    std::string *error, OpenError *kind) {
   std::unique_ptr<CaptureReader> r(new CaptureReader());
   r->path_ = path;
-  r->compression_ = file_compression(path);
+  // A pipe, /dev/stdin or "-" can be read once only: libpcap reads it alone,
+  // through the one handle opened here (as does a path that cannot be
+  // opened: libpcap then says why).
+  struct stat st{};
+  const bool regular = path != "-" && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  r->compression_ = regular ? file_compression(path) : Compression::None;
   *kind = OpenError::File;
   // libpcap checks the file header (and says what is wrong with it in the
   // words users know), names the link type and compiles the filter.
@@ -124,6 +131,11 @@ std::unique_ptr<CaptureReader> CaptureReader::open(const std::string &path,
       return nullptr;
     }
     r->have_filter_ = true;
+  }
+  if (!regular) {
+    r->fallback_ = check;
+    *kind = OpenError::None;
+    return r;
   }
   pcap_close(check);
 
@@ -401,7 +413,7 @@ CaptureReader::Step CaptureReader::plan(BatchPlan *plan, uint32_t max_packets, s
   const bool fast = mapped_ && !fallback_ && !libpcap_only_ && !have_filter_ &&
                     format_ == Format::Pcap;
   while (plan->count() < max_packets && plan->size() < max_bytes) {
-    if (fast) {
+    if (fast && !fallback_) { // a hand-over in this plan ends the walk
       plan_mapped_pcap(plan, max_packets, max_bytes);
       if (plan->count() >= max_packets || plan->size() >= max_bytes) break;
     }

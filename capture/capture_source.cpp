@@ -78,7 +78,11 @@ private:
   // Maps the next pages into the page table in one call, ahead of the walk:
   // one fault per page costs far more (a trap each, dearer still in a VM).
   void populate(uint64_t needed) {
-    const uint64_t end = std::min<uint64_t>(size_, std::max(needed, populated_) + kPopulateStep);
+    // Whole pages: madvise refuses a range that does not start on one.
+    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    const uint64_t mapped = (size_ + page - 1) / page * page;
+    const uint64_t end =
+        std::min(mapped, (std::max(needed, populated_) + kPopulateStep + page - 1) / page * page);
     if (!populate_failed_ &&
         madvise(const_cast<uint8_t *>(data_) + populated_, end - populated_, kMadvPopulateRead) != 0)
       populate_failed_ = true; // a kernel before 5.14: pages fault in one by one
@@ -96,7 +100,7 @@ private:
 };
 
 // Turns a file's bytes into the capture's bytes: gzip (every member of a
-// concatenation), zstd (every frame) or plain reads (pipes).  Returns false
+// concatenation), zstd (every frame) or plain reads (a file that cannot be mapped).  Returns false
 // at the end; `error` says why when the end came early.
 class Decoder {
 public:
@@ -170,18 +174,25 @@ private:
 class GzipDecoder final : public Decoder {
 public:
   explicit GzipDecoder(int fd) : in_(fd) {
-    inflateInit2(&zs_, 15 + 32); // a gzip header, as gzip writes it
+    ready_ = inflateInit2(&zs_, 15 + 32) == Z_OK; // a gzip header, as gzip writes it
   }
-  ~GzipDecoder() override { inflateEnd(&zs_); }
+  ~GzipDecoder() override {
+    if (ready_) inflateEnd(&zs_);
+  }
 
   bool decode(uint8_t *out, size_t room, size_t *produced, std::string *error) override {
     *produced = 0;
+    if (!ready_) {
+      *error = "zlib could not start (out of memory)";
+      return false;
+    }
     while (*produced == 0) {
       if (in_.available() == 0 && !in_.fill_or_end(in_stream_, "gzip", "a compressed stream", decoded_, error))
         return false;
       if (!in_stream_) {
-        // After a member: another one, or the end (gzip too ignores
-        // trailing zeros that some tools pad with).
+        // After a member: another one, or the end.  Bytes after the last
+        // member that do not start one are ignored, as gzip -d ignores
+        // the zeros some tools pad with (it warns; this says nothing).
         if (in_.data()[0] != 0x1f) return false;
         inflateReset(&zs_);
         in_stream_ = true;
@@ -211,6 +222,7 @@ public:
 private:
   InputFile in_;
   z_stream zs_{};
+  bool ready_ = false;
   bool in_stream_ = true;
   uint64_t decoded_ = 0;
 };
@@ -222,6 +234,10 @@ public:
 
   bool decode(uint8_t *out, size_t room, size_t *produced, std::string *error) override {
     *produced = 0;
+    if (!ctx_) {
+      *error = "libzstd could not start (out of memory)";
+      return false;
+    }
     while (*produced == 0) {
       if (in_.available() == 0 && !in_.fill_or_end(frame_open_, "zstd", "a frame", decoded_, error))
         return false;
@@ -359,7 +375,7 @@ int open_file(const std::string &path, std::string *error) {
 }
 
 // The compression of an open file, read from its first bytes without
-// consuming them (pread); a pipe is read plainly.
+// consuming them (pread).
 Compression file_compression(int fd) {
   uint8_t head[4];
   const ssize_t n = pread(fd, head, sizeof head, 0);

@@ -31,7 +31,8 @@ public:
   // says why).  May move the bytes: pointers from at() taken before a call
   // are stale after it, offsets stay valid.
   virtual size_t ensure(uint64_t offset, size_t len) = 0;
-  // The ensured byte at `offset`.  Safe from several threads at once.
+  // The ensured byte at `offset`.  Safe from several threads at once while
+  // no thread calls ensure() or release().
   virtual const uint8_t *at(uint64_t offset) const = 0;
   // Bytes before `offset` will not be asked for again.
   virtual void release(uint64_t offset) = 0;

@@ -86,14 +86,18 @@ GppBatchRecycler::alloc (gsize size, GstMapInfo * map)
   void *data = nullptr;
   gsize capacity = 0;
   {
+    /* The smallest kept block that fits, and not one far larger than the
+     * batch (a file's last, short batch does not pin a large block). */
     std::lock_guard<std::mutex> guard (shelf_->lock);
-    for (auto it = shelf_->blocks.begin (); it != shelf_->blocks.end (); ++it) {
-      if (it->second >= size) {
-        data = it->first;
-        capacity = it->second;
-        shelf_->blocks.erase (it);
-        break;
-      }
+    auto best = shelf_->blocks.end ();
+    for (auto it = shelf_->blocks.begin (); it != shelf_->blocks.end (); ++it)
+      if (it->second >= size && it->second <= 2 * size + (1u << 20) &&
+          (best == shelf_->blocks.end () || it->second < best->second))
+        best = it;
+    if (best != shelf_->blocks.end ()) {
+      data = best->first;
+      capacity = best->second;
+      shelf_->blocks.erase (best);
     }
   }
   if (!data) {

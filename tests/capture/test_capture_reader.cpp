@@ -6,6 +6,7 @@
 // block type), truncated at every byte and damaged; the same packets read
 // from gzip and zstd copies; and the producer thread stopped at any point.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -17,6 +18,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../unit/capture_file.h"
@@ -498,6 +500,20 @@ TEST(CaptureReader, CompressedCaptureCutShortNamesTheOffset) {
       ASSERT_TRUE(got.batches[i] == whole.batches[i]) << suffix << " packet " << i + 1;
     EXPECT_EQ(got.records, got.batches.size()) << suffix;
   }
+}
+
+// A named pipe can be read once only: libpcap reads it alone, and the
+// batches are those of the file it carries.
+TEST(CaptureReader, NamedPipeReadsAsTheFileItCarries) {
+  TempDir dir;
+  const std::string plain = pcap_dir() + "/zeek__ssh.pcap";
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto bytes = read_bytes(plain);
+  std::thread writer([&] { write_bytes(fifo, bytes); });
+  const Reading got = read_file(fifo, 64, 2, false);
+  writer.join();
+  expect_same(read_file(plain, 64, 1, true), got, "named pipe");
 }
 
 TEST(CaptureReader, MissingAndNonCaptureFilesFailAsLibpcapFails) {
