@@ -195,14 +195,10 @@ bool CaptureReader::read_pcap_header() {
 // The walk reads one record header after another, each where the last
 // one's length says: a chain of cache misses the hardware prefetchers do
 // not foresee.  Asking for the bytes a few KiB ahead turns it into a stream.
-// Only in a mapped file, whose pages ensure() maps a step ahead: a
-// decoded stream's bytes were just written, and are cached.
+// Only in a mapped file: a decoded stream's bytes were just written, and
+// are cached.
 void CaptureReader::prefetch_ahead() {
   if (!mapped_) return;
-  if (offset_ + kPrefetchDistance > mapped_ahead_) {
-    source_->ensure(offset_, kMapAhead + kPrefetchDistance);
-    mapped_ahead_ = offset_ + kMapAhead;
-  }
   const uint64_t want = std::min(offset_ + kPrefetchDistance, mapped_size_);
   if (prefetched_to_ < offset_) prefetched_to_ = offset_;
   for (; prefetched_to_ < want; prefetched_to_ += 64) __builtin_prefetch(mapped_ + prefetched_to_);
@@ -460,10 +456,6 @@ void CaptureReader::plan_mapped_pcap(BatchPlan *plan, uint32_t max_packets, size
   uint64_t data = plan->data_bytes, captured = plan->captured_bytes;
   uint32_t count = plan->count();
   while (count < max_packets && gpp_batch_size(count, data) < max_bytes && offset + 16 <= size) {
-    if (offset + kPrefetchDistance > mapped_ahead_) {
-      source_->ensure(offset, kMapAhead + kPrefetchDistance);
-      mapped_ahead_ = offset + kMapAhead;
-    }
     for (const uint64_t want = std::min(offset + kPrefetchDistance, size); prefetched < want;
          prefetched += 64)
       __builtin_prefetch(base + prefetched);

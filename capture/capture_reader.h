@@ -148,10 +148,8 @@ private:
   // A mapped file (ByteSource::fixed_bytes): walked through pointers.
   const uint8_t *mapped_ = nullptr;
   uint64_t mapped_size_ = 0;
-  uint64_t mapped_ahead_ = 0;   // ensure() has mapped the pages up to here
   uint64_t prefetched_to_ = 0;
   static constexpr uint64_t kPrefetchDistance = 4096;
-  static constexpr uint64_t kMapAhead = 1u << 20;
   std::vector<Interface> interfaces_;
   uint32_t first_idb_snaplen_ = 0;
   bool have_first_idb_ = false;

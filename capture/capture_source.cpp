@@ -54,9 +54,7 @@ public:
 
   size_t ensure(uint64_t offset, size_t len) override {
     if (offset >= size_) return 0;
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(len, size_ - offset));
-    if (offset + n > populated_) populate(offset + n);
-    return n;
+    return static_cast<size_t>(std::min<uint64_t>(len, size_ - offset));
   }
   const uint8_t *at(uint64_t offset) const override { return data_ + offset; }
   const uint8_t *fixed_bytes(uint64_t *size) const override {
@@ -75,28 +73,10 @@ public:
   }
 
 private:
-  // Maps the next pages into the page table in one call, ahead of the walk:
-  // one fault per page costs far more (a trap each, dearer still in a VM).
-  void populate(uint64_t needed) {
-    // Whole pages: madvise refuses a range that does not start on one.
-    const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    const uint64_t mapped = (size_ + page - 1) / page * page;
-    const uint64_t end =
-        std::min(mapped, (std::max(needed, populated_) + kPopulateStep + page - 1) / page * page);
-    if (!populate_failed_ &&
-        madvise(const_cast<uint8_t *>(data_) + populated_, end - populated_, kMadvPopulateRead) != 0)
-      populate_failed_ = true; // a kernel before 5.14: pages fault in one by one
-    populated_ = end;
-  }
-
-  static constexpr int kMadvPopulateRead = 22; // MADV_POPULATE_READ, Linux 5.14
   static constexpr uint64_t kDropStep = 256ull << 20;
-  static constexpr uint64_t kPopulateStep = 16ull << 20;
   const uint8_t *data_;
   size_t size_;
   uint64_t dropped_ = 0;
-  uint64_t populated_ = 0;
-  bool populate_failed_ = false;
 };
 
 // Turns a file's bytes into the capture's bytes: gzip (every member of a

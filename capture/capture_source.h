@@ -36,8 +36,8 @@ public:
   virtual const uint8_t *at(uint64_t offset) const = 0;
   // Bytes before `offset` will not be asked for again.
   virtual void release(uint64_t offset) = 0;
-  // The whole of the bytes at one fixed address (a mapped file), whose
-  // pages ensure() maps ahead; nullptr where bytes move (a decoded stream).
+  // The whole of the bytes at one fixed address (a mapped file); nullptr
+  // where bytes move (a decoded stream).
   virtual const uint8_t *fixed_bytes(uint64_t * /*size*/) const { return nullptr; }
   // Why the data ended early ("" when it did not): damaged or truncated
   // compressed input, or a read error.
