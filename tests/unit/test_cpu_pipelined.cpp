@@ -67,16 +67,19 @@ TEST_P(PipelinedCpu, BatchesAheadOfTheirWaitsAreByteIdentical) {
   auto retire = [&] {
     ASSERT_TRUE(engine->wait_oldest(&error)) << error;
     const auto &[batch, out] = in_flight.front();
-    ASSERT_EQ(0, std::memcmp(out.data(), batch->reference.data(),
-                             batch->count * sizeof(GppResult)));
+    if (batch->count) {
+      ASSERT_EQ(0, std::memcmp(out.data(), batch->reference.data(),
+                               batch->count * sizeof(GppResult)));
+    }
     in_flight.pop_front();
   };
   for (int round = 0; round < 20; ++round) {
     for (const Batch &b : batches) {
       if (in_flight.size() == engine->slots()) retire();
-      in_flight.emplace_back(&b, std::vector<GppResult>(b.count));
-      std::memset(static_cast<void *>(in_flight.back().second.data()), 0xa5,
-                  b.count * sizeof(GppResult));
+      // Poisoned records (an empty batch has none: no memset on a null pointer).
+      GppResult poison;
+      std::memset(static_cast<void *>(&poison), 0xa5, sizeof poison);
+      in_flight.emplace_back(&b, std::vector<GppResult>(b.count, poison));
       ASSERT_TRUE(engine->submit(b.bytes.data(), b.bytes.size(), b.count, cfg,
                                  in_flight.back().second.data(), &error))
           << error;
