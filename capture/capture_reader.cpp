@@ -89,17 +89,6 @@ pcap_t *open_with_libpcap(const std::string &path, Compression compression, std:
   return p;
 }
 
-// The compression a file announces, or None when it cannot be opened
-// (libpcap then says why, in its words).
-Compression file_compression(const std::string &path) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return Compression::None;
-  uint8_t head[4];
-  const size_t n = std::fread(head, 1, sizeof head, f);
-  std::fclose(f);
-  return sniff_compression(head, n);
-}
-
 } // namespace
 
 size_t BatchPlan::size() const { return gpp_batch_size(count(), data_bytes); }

@@ -376,6 +376,15 @@ std::unique_ptr<Decoder> make_decoder(Compression c, int fd) {
 
 } // namespace
 
+Compression file_compression(const std::string &path) {
+  std::string ignored;
+  const int fd = open_file(path, &ignored);
+  if (fd < 0) return Compression::None;
+  const Compression c = file_compression(fd);
+  close(fd);
+  return c;
+}
+
 std::unique_ptr<ByteSource> ByteSource::open(const std::string &path, std::string *error) {
   const int fd = open_file(path, error);
   if (fd < 0) return nullptr;

@@ -17,6 +17,8 @@ const char *compression_name(Compression c);
 // The compression a file's first bytes announce (gzip 1f 8b, zstd 28 b5 2f fd),
 // whatever its name says.
 Compression sniff_compression(const uint8_t *head, size_t len);
+// The compression the file at `path` announces; None when it cannot be read.
+Compression file_compression(const std::string &path);
 
 class ByteSource {
 public:

@@ -4,7 +4,6 @@
  * offsets; and its reading thread never outlives it (200 starts and stops
  * at random points, a restart from READY, run under ASan and LSan in the
  * sanitizer build). */
-#include <dirent.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -14,6 +13,8 @@
 #include <vector>
 
 #include <glib/gstdio.h>
+#include "test_support.h"
+
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 #include <gpupacket/packet-batch.h>
@@ -63,18 +64,6 @@ libpcap_batches (const std::string & path, guint batch_size)
   return out;
 }
 
-guint
-thread_count ()
-{
-  guint n = 0;
-  if (DIR *d = opendir ("/proc/self/task")) {
-    while (dirent *e = readdir (d))
-      if (e->d_name[0] != '.')
-        n++;
-    closedir (d);
-  }
-  return n;
-}
 
 }                               // namespace
 
@@ -138,7 +127,7 @@ GST_END_TEST;
  * at the end — pcapsrc leaves no thread behind and loses no memory. */
 GST_START_TEST (test_pcapsrc_start_stop_cycles_leave_no_thread)
 {
-  const guint before = thread_count ();
+  const guint before = test::process_thread_count ();
   std::mt19937 rng (5);
   const std::string location = data_path ("zeek__ssh.pcap");
   for (int cycle = 0; cycle < 200; cycle++) {
@@ -160,10 +149,10 @@ GST_START_TEST (test_pcapsrc_start_stop_cycles_leave_no_thread)
     gst_object_unref (pipeline);
   }
   /* GStreamer's own threads (the task pool) may stay: none of pcapsrc's. */
-  guint after = thread_count ();
+  guint after = test::process_thread_count ();
   for (int i = 0; i < 100 && after > before + 2; i++) {
     g_usleep (10000);
-    after = thread_count ();
+    after = test::process_thread_count ();
   }
   fail_unless (after <= before + 2, "%u threads before the cycles, %u after", before, after);
 }

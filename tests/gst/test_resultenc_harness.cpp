@@ -2,10 +2,11 @@
  * same at every thread count, a bad record in the middle of a large buffer
  * still lets exactly the rows before it out, the encoder is rebuilt across
  * READY, and no formatting thread outlives the element. */
+#include "test_support.h"
+
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 
-#include <dirent.h>
 
 #include <cstring>
 #include <string>
@@ -89,17 +90,6 @@ encode (const char *props, const std::vector<GppResult> & records, GstFlowReturn
   return text;
 }
 
-static guint
-thread_count (void)
-{
-  guint n = 0;
-  if (DIR *d = opendir ("/proc/self/task")) {
-    while (dirent *e = readdir (d))
-      n += e->d_name[0] != '.';
-    closedir (d);
-  }
-  return n;
-}
 
 GST_START_TEST (test_same_text_at_every_thread_count)
 {
@@ -142,7 +132,7 @@ GST_END_TEST;
 GST_START_TEST (test_threads_end_with_the_stream)
 {
   const std::vector<GppResult> records = make_results (2048);
-  const guint before = thread_count ();
+  const guint before = test::process_thread_count ();
   const std::string want = encode ("threads=1 header=false", records, GST_FLOW_OK);
   for (int cycle = 0; cycle < 20; cycle++) {
     GstHarness *h = new_encoder ("threads=4 header=false");
@@ -150,15 +140,15 @@ GST_START_TEST (test_threads_end_with_the_stream)
       fail_unless_equals_int (gst_harness_push (h, buffer_of (records.data (),
                   records.size () * sizeof (GppResult))), GST_FLOW_OK);
       fail_unless (drain_text (h) == want);
-      fail_unless (thread_count () >= before + 3);
+      fail_unless (test::process_thread_count () >= before + 3);
       gst_element_set_state (h->element, GST_STATE_READY);
-      fail_unless_equals_int (thread_count (), before);
+      fail_unless_equals_int (test::process_thread_count (), before);
       gst_element_set_state (h->element, GST_STATE_PLAYING);
       gst_harness_set_src_caps_str (h, GPP_RESULTS_CAPS_NAME ", record-size=(int)128");
     }
     gst_harness_teardown (h);
   }
-  fail_unless_equals_int (thread_count (), before);
+  fail_unless_equals_int (test::process_thread_count (), before);
 }
 
 GST_END_TEST;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <dirent.h>
 
 #include <algorithm>
 #include <array>
@@ -25,6 +26,17 @@ constexpr uint8_t kProtoIcmp = 1;
 constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoIcmpv6 = 58;
+
+// Threads this process runs now (/proc/self/task): what a test compares
+// before and after an element starts and stops its own.
+inline unsigned process_thread_count() {
+  unsigned n = 0;
+  if (DIR *d = opendir("/proc/self/task")) {
+    while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
 
 // An IPv4 or IPv6 address (4 or 16 bytes) and a port.
 struct Endpoint {
