@@ -22,6 +22,7 @@
 #include "gstpacketresultenc.h"
 #include "noexcept.h"
 #include "readyonly.h"
+#include "resultspool.h"
 
 #include <cstring>
 #include <string>
@@ -72,8 +73,7 @@ struct _GstPacketResultEnc
   guint active_threads;
   gpp::TextEncoder *encoder;    /* its pool has encoder_threads; freed on PAUSED->READY */
   guint encoder_threads;
-  GstBufferPool *text_pool;     /* output buffers of text_buffer_size bytes */
-  gsize text_buffer_size;
+  GppResultsPool *text_pool;    /* output buffers; freed on PAUSED->READY */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -183,48 +183,22 @@ gst_packet_result_enc_encoder (GstPacketResultEnc * self)
   return *self->encoder;
 }
 
-/* An output buffer of @size bytes.  Buffers come from a pool, so that their
- * pages stay mapped from one batch to the next: a fresh allocation of a
- * batch's text (0.7 MB of CSV, 2.2 MB of JSON Lines for 4096 packets) is
- * mapped anew by malloc and page-faulted as it is written, which took 6%
- * of a JSON Lines pipeline's time.  A larger text replaces the pool, with a
- * quarter to spare. */
+/* An output buffer of @size bytes, reused (resultspool.h says why), with a
+ * quarter to spare for a longer text; plain memory where the pool has none. */
 static GstBuffer *
 gst_packet_result_enc_text_buffer (GstPacketResultEnc * self, gsize size)
 {
-  if (size > G_MAXUINT / 5 * 4)   /* past what a pool's buffer size holds */
-    return gst_buffer_new_allocate (NULL, size, NULL);
-  if (!self->text_pool || size > self->text_buffer_size) {
-    if (self->text_pool) {
-      gst_buffer_pool_set_active (self->text_pool, FALSE);
-      gst_object_unref (self->text_pool);
-    }
-    self->text_buffer_size = size + size / 4;
-    self->text_pool = gst_buffer_pool_new ();
-    GstStructure *config = gst_buffer_pool_get_config (self->text_pool);
-    gst_buffer_pool_config_set_params (config, NULL, (guint) self->text_buffer_size, 0, 0);
-    if (!gst_buffer_pool_set_config (self->text_pool, config) ||
-        !gst_buffer_pool_set_active (self->text_pool, TRUE)) {
-      gst_object_unref (self->text_pool);
-      self->text_pool = NULL;
-      return gst_buffer_new_allocate (NULL, size, NULL);
-    }
-  }
-  GstBuffer *buffer = NULL;
-  if (gst_buffer_pool_acquire_buffer (self->text_pool, &buffer, NULL) != GST_FLOW_OK)
-    return gst_buffer_new_allocate (NULL, size, NULL);
-  gst_buffer_set_size (buffer, size);
-  return buffer;
+  if (!self->text_pool)
+    self->text_pool = new GppResultsPool (4);
+  GstBuffer *buffer = self->text_pool->acquire (size);
+  return buffer ? buffer : gst_buffer_new_allocate (NULL, size, NULL);
 }
 
 static void
 gst_packet_result_enc_drop_text_pool (GstPacketResultEnc * self)
 {
-  if (self->text_pool) {
-    gst_buffer_pool_set_active (self->text_pool, FALSE);
-    gst_object_unref (self->text_pool);
-    self->text_pool = NULL;
-  }
+  delete self->text_pool;
+  self->text_pool = NULL;
 }
 
 /* One output buffer per input buffer: the header row (first buffer of a CSV

@@ -12,13 +12,15 @@ GppResultsPool::~GppResultsPool ()
 GstBuffer *
 GppResultsPool::acquire (gsize size)
 {
+  if (size > G_MAXUINT / 5 * 4)   /* past what a pool's buffer size holds */
+    return NULL;
   if (!pool_ || size > buffer_size_) {
     if (pool_) {
       gst_buffer_pool_set_active (pool_, FALSE);
       gst_object_unref (pool_);
     }
     /* Whole pages: batches of nearly the same size share the pool. */
-    buffer_size_ = MAX (size, (gsize) 1);
+    buffer_size_ = MAX (size + (spare_divisor_ ? size / spare_divisor_ : 0), (gsize) 1);
     buffer_size_ = (buffer_size_ + 4095) & ~(gsize) 4095;
     pool_ = gst_buffer_pool_new ();
     GstStructure *config = gst_buffer_pool_get_config (pool_);
