@@ -6,6 +6,9 @@
 
 #include <gst/gst.h>
 
+#if HAVE_AFXDP
+#include "gstafxdpsrc.h"
+#endif
 #include "gstgpupacketproc.h"
 #if HAVE_FIXBUF
 #include "gstipfixsink.h"
@@ -27,6 +30,9 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (packettestsrc, plugin);
 #if HAVE_FIXBUF
   ok |= GST_ELEMENT_REGISTER (ipfixsink, plugin);
+#endif
+#if HAVE_AFXDP
+  ok |= GST_ELEMENT_REGISTER (afxdpsrc, plugin);
 #endif
   return ok;
 }

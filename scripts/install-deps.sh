@@ -6,11 +6,12 @@
 # is shown only if it fails.
 set -eu
 # Build and run: the plugin, its examples and the sample generator; libfixbuf
-# for ipfixsink (IPFIX export); zlib and libzstd for compressed captures.
+# for ipfixsink (IPFIX export); zlib and libzstd for compressed captures;
+# libxdp and libbpf for afxdpsrc (AF_XDP live capture).
 demo_packages="build-essential pkg-config meson ninja-build python3
   libglib2.0-dev libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base libpcap-dev libfixbuf-dev
-  zlib1g-dev libzstd-dev"
+  zlib1g-dev libzstd-dev libxdp-dev libbpf-dev"
 # Tests and benchmarks: GoogleTest, tshark (the parsing oracle), tcpdump and
 # tcpreplay, iproute2 and procps (sysctl) for the live tests' namespaces,
 # PyGObject for the Python example, DPDK and Hyperscan (the CPU peers),

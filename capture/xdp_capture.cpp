@@ -1,0 +1,626 @@
+#include "xdp_capture.h"
+
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <linux/if_link.h>
+#include <linux/if_xdp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <xdp/libxdp.h>
+#include <xdp/xsk.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+
+#include <gpupacket/packet-batch.h>
+
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL 69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET 70
+#endif
+
+namespace gpp::capture {
+namespace {
+
+// Frames taken off the RX ring per look: one clock read stamps them all.
+constexpr uint32_t kRxBurst = 64;
+// Closed batches waiting for the consumer, per queue, before a queue's
+// thread waits (its RX ring then fills and the kernel counts the drops).
+constexpr size_t kReadyPerQueue = 4;
+// Longest wait without a deadline: the thread looks at its state again.
+constexpr uint64_t kIdleWaitNs = 100 * 1000 * 1000;
+// Completion ring entries: nothing is sent, but the ring must exist.
+constexpr uint32_t kCompletionRing = 64;
+
+// libxdp and libbpf print to stderr; their lines are kept instead and the
+// last ones told with an error.
+thread_local std::string library_messages;
+int keep_message(const char *format, va_list ap) {
+  char line[512];
+  vsnprintf(line, sizeof line, format, ap);
+  library_messages += line;
+  if (library_messages.size() > 4096) library_messages.erase(0, library_messages.size() - 4096);
+  return 0;
+}
+int keep_libxdp(enum libxdp_print_level, const char *format, va_list ap) {
+  return keep_message(format, ap);
+}
+int keep_libbpf(enum libbpf_print_level level, const char *format, va_list ap) {
+  return level == LIBBPF_DEBUG ? 0 : keep_message(format, ap);
+}
+
+uint64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
+
+bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
+
+std::string why_open_failed(const XdpSettings &s, uint32_t queue, int err, const char *step) {
+  const std::string dev = "\"" + s.interface + "\"";
+  std::string why;
+  switch (err) {
+  case EPERM:
+  case EACCES:
+    why = "No permission to capture on " + dev + " with AF_XDP: attaching the XDP program needs "
+          "CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN), the sockets CAP_NET_RAW, and the "
+          "UMEM a memlock limit (ulimit -l) that holds it or CAP_IPC_LOCK. Run as root or "
+          "grant them (setcap cap_net_admin,cap_net_raw,cap_bpf,cap_ipc_lock+ep on the "
+          "program)";
+    break;
+  case EEXIST:
+  case EBUSY:
+    why = "Another XDP program is attached to " + dev + " (xdp-loader status " + s.interface +
+          " shows it). Detach it (xdp-loader unload " + s.interface + " --all, or ip link set "
+          "dev " + s.interface + " xdp off), or capture with pcapsrc device=" + s.interface;
+    break;
+  case ENOMEM:
+  case ENOBUFS:
+    why = "Not enough locked memory for the UMEM of queue " + std::to_string(queue) + " on " +
+          dev + ": raise the memlock limit (ulimit -l) or lower frame-count or frame-size";
+    break;
+  case EOPNOTSUPP:
+    why = std::string("The driver of ") + dev + " does not support " +
+          (s.attach_mode == XdpAttachMode::Native ? "native (driver) XDP: use xdp-mode=auto "
+                                                    "or generic"
+           : s.copy_mode == XdpCopyMode::ZeroCopy ? "zero-copy AF_XDP: use zero-copy=auto or off"
+                                                  : "this AF_XDP set-up");
+    break;
+  default:
+    why = "Could not capture on " + dev + " queue " + std::to_string(queue) + " with AF_XDP: " +
+          strerror(err);
+  }
+  why += std::string(" (") + step + ": " + strerror(err);
+  std::string said = library_messages;
+  while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+  if (!said.empty()) {
+    const size_t last = said.rfind('\n');
+    why += "; libxdp: " + said.substr(last == std::string::npos ? 0 : last + 1);
+  }
+  return why + ")";
+}
+
+} // namespace
+
+bool parse_queue_list(const std::string &text, std::vector<uint32_t> *queues, bool *all,
+                      std::string *error) {
+  queues->clear();
+  *all = text.empty() || text == "all";
+  if (*all) return true;
+  auto number = [](const std::string &s, uint32_t *v) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    *v = static_cast<uint32_t>(std::stoul(s));
+    return true;
+  };
+  uint32_t count;
+  if (text.find_first_of(",-") == std::string::npos) {
+    if (!number(text, &count) || count == 0) {
+      *error = "queues \"" + text + "\": expected all, a count of queues, or a list like 0,2,4-7";
+      return false;
+    }
+    for (uint32_t q = 0; q < count; ++q) queues->push_back(q);
+    return true;
+  }
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string item = text.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) {
+      if (end == text.size()) break; // "3," names queue 3 alone
+      *error = "queues \"" + text + "\": an empty item";
+      return false;
+    }
+    const size_t dash = item.find('-');
+    uint32_t lo, hi;
+    if (!(dash == std::string::npos ? number(item, &lo) && (hi = lo, true)
+                                    : number(item.substr(0, dash), &lo) &&
+                                          number(item.substr(dash + 1), &hi)) ||
+        hi < lo) {
+      *error = "queues \"" + text + "\": \"" + item + "\" is not a queue or a range a-b";
+      return false;
+    }
+    for (uint32_t q = lo; q <= hi; ++q) {
+      for (uint32_t seen : *queues)
+        if (seen == q) {
+          *error = "queues \"" + text + "\": queue " + std::to_string(q) + " named twice";
+          return false;
+        }
+      queues->push_back(q);
+    }
+  }
+  return true;
+}
+
+uint32_t interface_rx_queues(const std::string &interface) {
+  const std::string path = "/sys/class/net/" + interface + "/queues";
+  DIR *dir = opendir(path.c_str());
+  if (!dir) return 0;
+  uint32_t count = 0;
+  while (const dirent *e = readdir(dir))
+    if (strncmp(e->d_name, "rx-", 3) == 0) ++count;
+  closedir(dir);
+  return count;
+}
+
+struct XdpCapture::Queue {
+  uint32_t id = 0;
+  void *area = MAP_FAILED;
+  size_t area_bytes = 0;
+  uint32_t frame_size = 0;
+  xsk_umem *umem = nullptr;
+  xsk_socket *xsk = nullptr;
+  xsk_ring_prod fill{};
+  xsk_ring_cons completion{};
+  xsk_ring_cons rx{};
+  int wake_fd = -1;
+  std::vector<uint64_t> free_frames; // frame addresses neither in the kernel nor held
+  uint32_t hold_limit = 0;           // frames a batch may hold: the fill ring keeps the rest
+  struct Held {
+    uint64_t addr;
+    uint32_t len;
+    uint64_t ns;
+  };
+  std::vector<Held> held; // the batch being built: its frames, still in the UMEM
+  uint64_t held_bytes = 0;
+  uint64_t due_ns = 0; // monotonic: when the batch being built must close
+  std::atomic<uint64_t> packets{0}, bytes{0};
+  std::thread thread;
+
+  ~Queue() {
+    if (xsk) xsk_socket__delete(xsk);
+    if (umem) xsk_umem__delete(umem);
+    if (area != MAP_FAILED) munmap(area, area_bytes);
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // Frames from the free list into the fill ring, as many as it takes.
+  void refill() {
+    if (free_frames.empty()) return;
+    // A reservation is all or nothing: ask for what the ring has room for.
+    const uint32_t want = std::min<uint32_t>(
+        xsk_prod_nb_free(&fill, static_cast<uint32_t>(free_frames.size())),
+        static_cast<uint32_t>(free_frames.size()));
+    if (!want) return;
+    uint32_t idx;
+    const uint32_t got = xsk_ring_prod__reserve(&fill, want, &idx);
+    for (uint32_t i = 0; i < got; ++i) {
+      *xsk_ring_prod__fill_addr(&fill, idx + i) = free_frames.back();
+      free_frames.pop_back();
+    }
+    if (got) xsk_ring_prod__submit(&fill, got);
+  }
+
+  void release_held() {
+    for (const Held &h : held) free_frames.push_back(h.addr);
+    held.clear();
+    held_bytes = 0;
+  }
+};
+
+XdpCapture::XdpCapture(Allocate allocate, Discard discard, uint32_t capacity)
+    : allocate_(std::move(allocate)), discard_(std::move(discard)), capacity_(capacity) {}
+
+std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allocate,
+                                             Discard discard, std::string *error,
+                                             std::string *warning) {
+  library_messages.clear();
+  libxdp_set_print(keep_libxdp);
+  libbpf_set_print(keep_libbpf);
+  const std::string dev = "\"" + s.interface + "\"";
+  const int ifindex = s.interface.empty() ? 0 : static_cast<int>(if_nametoindex(s.interface.c_str()));
+  if (!ifindex) {
+    *error = "No network interface " + dev + ". List the interfaces with \"ip link\".";
+    return nullptr;
+  }
+  if (!power_of_two(s.frame_size) || s.frame_size < 2048 || !power_of_two(s.frame_count) ||
+      !power_of_two(s.ring_size) || s.ring_size > s.frame_count / 2) {
+    *error = "AF_XDP needs frame-size 2048 or a larger power of two, and frame-count and "
+             "ring-size powers of two with ring-size at most half of frame-count (got " +
+             std::to_string(s.frame_size) + ", " + std::to_string(s.frame_count) + ", " +
+             std::to_string(s.ring_size) + ")";
+    return nullptr;
+  }
+  const uint32_t have = interface_rx_queues(s.interface);
+  std::vector<uint32_t> ids = s.queues;
+  if (ids.empty())
+    for (uint32_t q = 0; q < (have ? have : 1); ++q) ids.push_back(q);
+  for (uint32_t q : ids)
+    if (have && q >= have) {
+      *error = dev + " has " + std::to_string(have) + " receive queue" + (have == 1 ? "" : "s") +
+               " (0-" + std::to_string(have - 1) + "): there is no queue " + std::to_string(q) +
+               ". ethtool -l " + s.interface + " shows them; set queues to all or a list "
+               "within them.";
+      return nullptr;
+    }
+
+  std::unique_ptr<XdpCapture> cap(
+      new XdpCapture(std::move(allocate), std::move(discard), s.batch_capacity_bytes));
+  cap->interface_ = s.interface;
+  cap->ifindex_ = ifindex;
+  cap->queue_ids_ = ids;
+
+  // Native first where allowed; auto falls back to generic (SKB) mode.
+  std::vector<uint32_t> attach;
+  if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
+  if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
+  uint16_t bind = XDP_USE_NEED_WAKEUP;
+  if (s.copy_mode == XdpCopyMode::ZeroCopy) bind |= XDP_ZEROCOPY;
+  if (s.copy_mode == XdpCopyMode::Copy) bind |= XDP_COPY;
+  // (Auto: neither flag, and the kernel binds zero-copy where the driver can.)
+
+  size_t attach_at = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto q = std::make_unique<Queue>();
+    q->id = ids[i];
+    q->frame_size = s.frame_size;
+    q->area_bytes = size_t(s.frame_count) * s.frame_size;
+    q->area = mmap(nullptr, q->area_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (q->area == MAP_FAILED) {
+      *error = why_open_failed(s, q->id, errno, "mmap of the UMEM");
+      return nullptr;
+    }
+    xsk_umem_config ucfg{};
+    ucfg.fill_size = s.ring_size * 2;
+    ucfg.comp_size = kCompletionRing;
+    ucfg.frame_size = s.frame_size;
+    ucfg.frame_headroom = 0;
+    int rc = xsk_umem__create(&q->umem, q->area, q->area_bytes, &q->fill, &q->completion, &ucfg);
+    if (rc) {
+      q->umem = nullptr;
+      *error = why_open_failed(s, q->id, -rc, "xsk_umem__create");
+      return nullptr;
+    }
+    // One queue's socket tries the attach modes; the others take its mode.
+    for (;;) {
+      xsk_socket_config scfg{};
+      scfg.rx_size = s.ring_size;
+      scfg.tx_size = 0;
+      scfg.xdp_flags = attach[attach_at];
+      scfg.bind_flags = bind;
+      rc = xsk_socket__create(&q->xsk, s.interface.c_str(), q->id, q->umem, &q->rx, nullptr,
+                              &scfg);
+      if (!rc) break;
+      q->xsk = nullptr;
+      const bool attach_refused = -rc == EOPNOTSUPP || -rc == EINVAL;
+      if (i == 0 && attach_refused && attach_at + 1 < attach.size()) {
+        *warning = "native XDP refused on " + dev + " (" + strerror(-rc) +
+                   "): capturing in generic (SKB) mode, which costs more per packet; "
+                   "xdp-mode=native makes this an error";
+        ++attach_at;
+        library_messages.clear();
+        continue;
+      }
+      *error = why_open_failed(s, q->id, -rc, "xsk_socket__create");
+      return nullptr;
+    }
+    cap->native_ = attach[attach_at] == XDP_FLAGS_DRV_MODE;
+    xdp_options options{};
+    socklen_t len = sizeof options;
+    if (getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_OPTIONS, &options, &len) == 0)
+      cap->zero_copy_ = (options.flags & XDP_OPTIONS_ZEROCOPY) != 0;
+    if (s.busy_poll) {
+      const int fd = xsk_socket__fd(q->xsk);
+      int on = 1, usecs = 20, budget = static_cast<int>(kRxBurst);
+      if (setsockopt(fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &on, sizeof on) ||
+          setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL, &usecs, sizeof usecs) ||
+          setsockopt(fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof budget)) {
+        *error = why_open_failed(s, q->id, errno, "busy-poll socket options");
+        return nullptr;
+      }
+    }
+    q->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->wake_fd < 0) {
+      *error = why_open_failed(s, q->id, errno, "eventfd");
+      return nullptr;
+    }
+    for (uint32_t f = s.frame_count; f-- > 0;) q->free_frames.push_back(uint64_t(f) * s.frame_size);
+    q->hold_limit = s.frame_count - ucfg.fill_size;
+    q->held.reserve(q->hold_limit);
+    q->refill();
+    cap->queues_.push_back(std::move(q));
+  }
+  for (auto &q : cap->queues_) {
+    Queue *queue = q.get();
+    q->thread = std::thread([c = cap.get(), queue] { c->run_queue(*queue); });
+  }
+  return cap;
+}
+
+XdpCapture::~XdpCapture() {
+  stop();
+  queues_.clear(); // sockets first (the last one detaches the program), then UMEMs
+}
+
+void XdpCapture::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  for (auto &q : queues_) {
+    const uint64_t one = 1;
+    if (write(q->wake_fd, &one, sizeof one) < 0) {
+    } // an eventfd write fails only on overflow: it is awake then
+  }
+  changed_.notify_all();
+  for (auto &q : queues_)
+    if (q->thread.joinable()) q->thread.join();
+  drop_queued();
+}
+
+void XdpCapture::set_batch_limits(uint32_t packets, uint64_t timeout_ns) {
+  batch_packets_ = packets ? packets : 1;
+  batch_timeout_ns_ = timeout_ns;
+  for (auto &q : queues_) {
+    const uint64_t one = 1;
+    if (write(q->wake_fd, &one, sizeof one) < 0) {
+    }
+  }
+}
+
+void XdpCapture::start() {
+  drop_queued();
+  running_ = true;
+  set_batch_limits(batch_packets_, batch_timeout_ns_); // wakes the threads
+}
+
+void XdpCapture::pause() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_ = false;
+    changed_.notify_all(); // a thread waiting for room gives its batch up
+  }
+  set_batch_limits(batch_packets_, batch_timeout_ns_);
+}
+
+XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!changed_.wait_for(lock, std::chrono::nanoseconds(wait_ns), [&] {
+        return interrupted_ || poked_ || !error_.empty() || !ready_.empty();
+      }) || (poked_ && ready_.empty() && !interrupted_ && error_.empty())) {
+    poked_ = false;
+    return Take::Timeout;
+  }
+  poked_ = false;
+  if (interrupted_) return Take::Interrupted;
+  if (!ready_.empty()) {
+    *batch = ready_.front();
+    ready_.pop_front();
+    changed_.notify_all(); // a queue's thread may wait for room
+    return Take::Batch;
+  }
+  return Take::Failed;
+}
+
+void XdpCapture::interrupt() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  interrupted_ = true;
+  changed_.notify_all();
+}
+
+void XdpCapture::poke() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  poked_ = true;
+  changed_.notify_all();
+}
+
+void XdpCapture::resume() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  interrupted_ = false;
+}
+
+void XdpCapture::drop_queued() {
+  std::deque<XdpBatch> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(ready_);
+    changed_.notify_all();
+  }
+  for (const XdpBatch &b : dropped) {
+    discarded_ += b.packets;
+    discard_(b.memory);
+  }
+}
+
+std::string XdpCapture::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void XdpCapture::fail(const std::string &why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_.empty()) error_ = why;
+  changed_.notify_all();
+}
+
+std::vector<XdpQueueStats> XdpCapture::stats() const {
+  std::vector<XdpQueueStats> all;
+  for (const auto &q : queues_) {
+    XdpQueueStats st;
+    st.queue = q->id;
+    st.packets = q->packets.load();
+    st.bytes = q->bytes.load();
+    xdp_statistics k{};
+    socklen_t len = sizeof k;
+    if (getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_STATISTICS, &k, &len) == 0) {
+      st.rx_dropped = k.rx_dropped;
+      st.rx_invalid_descs = k.rx_invalid_descs;
+      st.rx_ring_full = k.rx_ring_full;
+      st.rx_fill_ring_empty = k.rx_fill_ring_empty_descs;
+    }
+    all.push_back(st);
+  }
+  return all;
+}
+
+// Closes the batch being built: memory of its exact size from the caller,
+// each frame copied there once, numbers given in delivery order, and its
+// frames back to the fill ring.
+void XdpCapture::deliver(Queue &q) {
+  const uint32_t n = static_cast<uint32_t>(q.held.size());
+  if (!n) return;
+  size_t data = 0;
+  for (const Queue::Held &h : q.held) data += gpp_align_up(h.len, GPP_PACKET_ALIGN);
+  const size_t size = gpp_batch_size(n, data);
+  void *memory = nullptr;
+  uint8_t *dst = allocate_(size, &memory);
+  if (!dst) {
+    discarded_ += n;
+    q.release_held();
+    fail("no memory for a batch of " + std::to_string(size) + " bytes");
+    return;
+  }
+  auto *header = reinterpret_cast<GppBatchHeader *>(dst);
+  *header = GppBatchHeader{};
+  header->magic = GPP_BATCH_MAGIC;
+  header->version = GPP_BATCH_VERSION;
+  header->header_size = sizeof(GppBatchHeader);
+  header->packet_count = n;
+  header->linktype = 1; // AF_XDP delivers Ethernet frames
+  header->total_size = size;
+  auto *descs = reinterpret_cast<GppPacketDesc *>(dst + sizeof(GppBatchHeader));
+  size_t at = gpp_batch_data_start(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Queue::Held &h = q.held[i];
+    descs[i] = GppPacketDesc{h.ns, 0, static_cast<uint32_t>(at), h.len, h.len, 0};
+    memcpy(dst + at, xsk_umem__get_data(q.area, h.addr), h.len);
+    const size_t padded = gpp_align_up(h.len, GPP_PACKET_ALIGN);
+    memset(dst + at + h.len, 0, padded - h.len);
+    at += padded;
+  }
+  XdpBatch batch;
+  batch.memory = memory;
+  batch.queue = q.id;
+  batch.packets = n;
+  batch.size = size;
+  batch.captured_bytes = q.held_bytes;
+  batch.first_capture_ns = q.held.front().ns;
+  batch.last_capture_ns = q.held.back().ns;
+  q.packets += n;
+  q.bytes += q.held_bytes;
+  q.release_held();
+  q.refill();
+
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] {
+    return stopping_ || !running_ || ready_.size() < kReadyPerQueue * queues_.size();
+  });
+  if (stopping_ || !running_) {
+    lock.unlock();
+    discarded_ += n;
+    discard_(memory);
+    return;
+  }
+  batch.first_number = next_number_;
+  for (uint32_t i = 0; i < n; ++i) descs[i].packet_number = next_number_++;
+  ready_.push_back(batch);
+  changed_.notify_all();
+}
+
+void XdpCapture::run_queue(Queue &q) {
+  const int fd = xsk_socket__fd(q.xsk);
+  while (!stopping_) {
+    const bool running = running_;
+    if (!running && !q.held.empty()) {
+      discarded_ += q.held.size();
+      q.release_held();
+    }
+    uint32_t idx;
+    const uint32_t got = xsk_ring_cons__peek(&q.rx, kRxBurst, &idx);
+    if (got) {
+      const uint64_t now = realtime_ns();
+      const uint32_t limit = batch_packets_;
+      for (uint32_t i = 0; i < got; ++i) {
+        const xdp_desc *d = xsk_ring_cons__rx_desc(&q.rx, idx + i);
+        const uint64_t frame = xsk_umem__extract_addr(d->addr) & ~uint64_t(q.frame_size - 1);
+        if (!running) {
+          q.free_frames.push_back(frame);
+          ++discarded_;
+          continue;
+        }
+        if (q.held.empty()) q.due_ns = monotonic_ns() + batch_timeout_ns_;
+        // The frame's data starts at its offset: keep that address.
+        q.held.push_back({xsk_umem__add_offset_to_addr(d->addr), d->len, now});
+        q.held_bytes += d->len;
+        if (q.held.size() >= limit || q.held.size() >= q.hold_limit ||
+            gpp_batch_size(q.held.size() + 1, q.held_bytes + q.held.size() * GPP_PACKET_ALIGN +
+                                                  q.frame_size) > capacity_)
+          deliver(q);
+      }
+      xsk_ring_cons__release(&q.rx, got);
+      q.refill();
+      // A zero-copy driver that ran out of fill entries waits to be kicked.
+      if (xsk_ring_prod__needs_wakeup(&q.fill)) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+    }
+    if (!q.held.empty() && monotonic_ns() >= q.due_ns) deliver(q);
+    if (got == kRxBurst) continue;
+    // Wait for frames, the batch deadline, or a wake-up.
+    uint64_t wait_ns = kIdleWaitNs;
+    if (!q.held.empty()) {
+      const uint64_t mono = monotonic_ns();
+      wait_ns = q.due_ns > mono ? q.due_ns - mono : 0;
+      if (!wait_ns) continue;
+    }
+    if (got) continue; // more may have come meanwhile: look again before sleeping
+    pollfd fds[2] = {{fd, POLLIN, 0}, {q.wake_fd, POLLIN, 0}};
+    const timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
+    const int rc = ppoll(fds, 2, &ts, nullptr);
+    if (rc < 0 && errno != EINTR) {
+      fail(std::string("waiting for packets on queue ") + std::to_string(q.id) + ": " +
+           strerror(errno));
+      return;
+    }
+    if (fds[1].revents) {
+      uint64_t drained;
+      if (read(q.wake_fd, &drained, sizeof drained) < 0) {
+      } // EAGAIN: another wake-up took it
+    }
+  }
+  if (!q.held.empty()) {
+    discarded_ += q.held.size();
+    q.release_held();
+  }
+}
+
+} // namespace gpp::capture

@@ -1,0 +1,148 @@
+// Live capture on AF_XDP (libxdp / libbpf): one XSK socket and one thread per
+// receive queue, each with its own UMEM, behind the XDP program libxdp loads
+// to redirect the queues to them.  Each thread copies its frames straight
+// into batches of <gpupacket/packet-batch.h> in memory the caller provides
+// (afxdpsrc: the pinned pool downstream offers), closes a batch by size or
+// timeout and queues it; the consumer takes batches in the order they were
+// closed.  Packet numbers are given as a batch is queued, so they count up
+// in the order the consumer receives packets.  No GStreamer.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace gpp::capture {
+
+enum class XdpCopyMode { Auto, ZeroCopy, Copy };   // XDP_ZEROCOPY / XDP_COPY bind
+enum class XdpAttachMode { Auto, Native, Generic }; // driver or SKB mode program
+
+struct XdpSettings {
+  std::string interface;
+  // Receive queues to open, in this order; empty: every one the interface has.
+  std::vector<uint32_t> queues;
+  XdpCopyMode copy_mode = XdpCopyMode::Auto;
+  XdpAttachMode attach_mode = XdpAttachMode::Auto;
+  bool busy_poll = false;       // SO_PREFER_BUSY_POLL: the thread drives the NIC's NAPI
+  uint32_t frame_count = 4096;  // UMEM frames per queue (a power of two)
+  uint32_t frame_size = 4096;   // bytes per frame: the longest packet captured whole
+  uint32_t ring_size = 2048;    // RX and fill ring entries (a power of two)
+  uint32_t batch_capacity_bytes = 16u << 20; // memory asked for each batch
+};
+
+// Parses afxdpsrc's `queues`: "all" (or ""), a count "N" (queues 0..N-1), or
+// a list of queues and ranges "0,2,4-7" (a single queue: "3-3" or "3,").
+// False with a reason on bad text.
+bool parse_queue_list(const std::string &text, std::vector<uint32_t> *queues, bool *all,
+                      std::string *error);
+// Receive queues the interface has (/sys/class/net/IF/queues/rx-*); 0 when unknown.
+uint32_t interface_rx_queues(const std::string &interface);
+
+// Kernel and capture counters of one queue (XDP_STATISTICS, and ours).
+struct XdpQueueStats {
+  uint32_t queue = 0;
+  uint64_t packets = 0, bytes = 0;           // copied into batches
+  uint64_t rx_dropped = 0;                   // dropped by the kernel (e.g. too long for a frame)
+  uint64_t rx_invalid_descs = 0, rx_ring_full = 0, rx_fill_ring_empty = 0;
+};
+
+// A closed batch: the caller's memory handle, its size and packets.
+struct XdpBatch {
+  void *memory = nullptr;
+  uint32_t queue = 0;
+  uint32_t packets = 0;
+  uint64_t size = 0;            // bytes of the batch (its header's total_size)
+  uint64_t captured_bytes = 0;
+  uint64_t first_capture_ns = 0, last_capture_ns = 0; // CLOCK_REALTIME
+  uint64_t first_number = 0;    // packet number of its first packet
+};
+
+class XdpCapture {
+public:
+  // Memory for a batch of at most `capacity` bytes: where to write it, and
+  // the handle that travels with it; nullptr when none can be had.
+  using Allocate = std::function<uint8_t *(size_t capacity, void **memory)>;
+  // Gives back the memory of a batch nobody took, or one left empty.
+  using Discard = std::function<void(void *memory)>;
+
+  // Opens the sockets and attaches the XDP program; nothing is received
+  // until start().  nullptr with a message naming the fix on failure;
+  // `warning` says what was changed from what was asked (generic mode).
+  static std::unique_ptr<XdpCapture> open(const XdpSettings &settings, Allocate allocate,
+                                          Discard discard, std::string *error,
+                                          std::string *warning);
+  // Ends the threads and gives back the queued batches (counted as
+  // discarded); the sockets stay until destruction.  Idempotent.
+  void stop();
+  // stop(), then deletes the sockets (the last one detaches the program).
+  ~XdpCapture();
+  XdpCapture(const XdpCapture &) = delete;
+  XdpCapture &operator=(const XdpCapture &) = delete;
+
+  // Read by each queue's thread before every wait: a change applies to the
+  // batch being built.
+  void set_batch_limits(uint32_t packets, uint64_t timeout_ns);
+
+  // The threads receive into batches (PLAYING) ...
+  void start();
+  // ... or take frames off the rings and drop them, counted as discarded
+  // (PAUSED: nothing captured then is delivered later).  A batch being
+  // built is dropped too.
+  void pause();
+
+  enum class Take { Batch, Timeout, Interrupted, Failed };
+  // The next closed batch, waiting at most `wait_ns`; Interrupted after
+  // interrupt() (until resume()), Failed once a thread has failed (error()).
+  Take take(XdpBatch *batch, uint64_t wait_ns);
+  void interrupt();
+  void resume();
+  // Ends a take() waiting now with Timeout (the consumer's state changed).
+  void poke();
+  // Drops the queued batches (a flush), counted as discarded.
+  void drop_queued();
+
+  std::string error() const;
+  bool zero_copy() const { return zero_copy_; }
+  bool native() const { return native_; }
+  const std::vector<uint32_t> &queues() const { return queue_ids_; }
+  std::vector<XdpQueueStats> stats() const;
+  uint64_t discarded() const { return discarded_.load(); }
+
+  struct Queue; // one socket, its UMEM and its thread (xdp_capture.cpp)
+
+private:
+  XdpCapture(Allocate allocate, Discard discard, uint32_t capacity);
+  void run_queue(Queue &q);
+  void deliver(Queue &q);
+  void fail(const std::string &why);
+
+  Allocate allocate_;
+  Discard discard_;
+  const uint32_t capacity_;
+  std::vector<std::unique_ptr<Queue>> queues_;
+  std::vector<uint32_t> queue_ids_;
+  bool zero_copy_ = false, native_ = false;
+  std::string interface_;
+  int ifindex_ = 0;
+  std::atomic<uint32_t> batch_packets_{256};
+  std::atomic<uint64_t> batch_timeout_ns_{1000000};
+  std::atomic<bool> running_{false}, stopping_{false};
+  std::atomic<uint64_t> discarded_{0};
+  int wake_fd_ = -1; // eventfd: start/pause/stop end the threads' waits
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<XdpBatch> ready_;
+  uint64_t next_number_ = 1;
+  bool interrupted_ = false, poked_ = false;
+  std::string error_;
+};
+
+} // namespace gpp::capture
