@@ -1,6 +1,8 @@
 #include "xdp_capture.h"
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/bpf.h>
 #include <dirent.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
@@ -41,6 +43,10 @@ constexpr uint32_t kRxBurst = 64;
 constexpr size_t kReadyPerQueue = 4;
 // Longest wait without a deadline: the thread looks at its state again.
 constexpr uint64_t kIdleWaitNs = 100 * 1000 * 1000;
+// A queue still held by a socket closed a moment ago: tries, and the wait
+// between them.
+constexpr int kBusyTries = 50;
+constexpr useconds_t kBusyWaitUs = 20000;
 // Completion ring entries: nothing is sent, but the ring must exist.
 constexpr uint32_t kCompletionRing = 64;
 
@@ -74,6 +80,26 @@ uint64_t monotonic_ns() {
 
 bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 
+// The program that sends each receive queue's frames to its socket:
+//   return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
+// (a queue without a socket in the map passes its frames to the stack).
+// Eight instructions, so no BPF compiler is needed to build it.
+int load_redirect_program(int map_fd) {
+  const bpf_insn insns[] = {
+      // r2 = ctx->rx_queue_index (struct xdp_md, offset 16)
+      {BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, 16, 0},
+      // r1 = the map (a 16-byte load of its fd)
+      {BPF_LD | BPF_DW | BPF_IMM, BPF_REG_1, BPF_PSEUDO_MAP_FD, 0, map_fd},
+      {0, 0, 0, 0, 0},
+      // r3 = XDP_PASS, the action where the queue has no socket
+      {BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_3, 0, 0, XDP_PASS},
+      {BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_redirect_map},
+      {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
+  };
+  return bpf_prog_load(BPF_PROG_TYPE_XDP, "gpp_xsk_redirect", "Dual BSD/GPL", insns,
+                       sizeof insns / sizeof insns[0], nullptr);
+}
+
 std::string why_open_failed(const XdpSettings &s, uint32_t queue, int err, const char *step) {
   const std::string dev = "\"" + s.interface + "\"";
   std::string why;
@@ -86,8 +112,11 @@ std::string why_open_failed(const XdpSettings &s, uint32_t queue, int err, const
           "grant them (setcap cap_net_admin,cap_net_raw,cap_bpf,cap_ipc_lock+ep on the "
           "program)";
     break;
-  case EEXIST:
   case EBUSY:
+    why = "Queue " + std::to_string(queue) + " of " + dev + " is taken by another AF_XDP "
+          "socket (another afxdpsrc, or an AF_XDP program such as Suricata's)";
+    break;
+  case EEXIST:
     why = "Another XDP program is attached to " + dev + " (xdp-loader status " + s.interface +
           " shows it). Detach it (xdp-loader unload " + s.interface + " --all, or ip link set "
           "dev " + s.interface + " xdp off), or capture with pcapsrc device=" + s.interface;
@@ -280,16 +309,51 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
   cap->ifindex_ = ifindex;
   cap->queue_ids_ = ids;
 
-  // Native first where allowed; auto falls back to generic (SKB) mode.
+  // The map of queue -> socket and the program, attached only where no
+  // other program is (XDP_FLAGS_UPDATE_IF_NOEXIST); native first where
+  // allowed, auto falls back to generic (SKB) mode.
+  uint32_t max_queue = 0;
+  for (uint32_t q : ids) max_queue = std::max(max_queue, q);
+  cap->map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "gpp_xsks", sizeof(uint32_t),
+                                sizeof(uint32_t), max_queue + 1, nullptr);
+  if (cap->map_fd_ < 0) {
+    *error = why_open_failed(s, ids.front(), errno, "the socket map");
+    return nullptr;
+  }
+  cap->prog_fd_ = load_redirect_program(cap->map_fd_);
+  if (cap->prog_fd_ < 0) {
+    *error = why_open_failed(s, ids.front(), errno, "loading the XDP program");
+    return nullptr;
+  }
   std::vector<uint32_t> attach;
   if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
   if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
+  for (size_t at = 0;; ++at) {
+    const int rc = bpf_xdp_attach(ifindex, cap->prog_fd_, attach[at] | XDP_FLAGS_UPDATE_IF_NOEXIST,
+                                  nullptr);
+    if (!rc) {
+      cap->attach_flags_ = attach[at];
+      break;
+    }
+    if (-rc == EBUSY || -rc == EEXIST) {
+      *error = why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
+      return nullptr;
+    }
+    if (at + 1 < attach.size()) {
+      *warning = "native XDP refused on " + dev + " (" + strerror(-rc) +
+                 "): capturing in generic (SKB) mode, which costs more per packet; "
+                 "xdp-mode=native makes this an error";
+      continue;
+    }
+    *error = why_open_failed(s, ids.front(), -rc, "attaching the XDP program");
+    return nullptr;
+  }
+  cap->native_ = cap->attach_flags_ == XDP_FLAGS_DRV_MODE;
   uint16_t bind = XDP_USE_NEED_WAKEUP;
   if (s.copy_mode == XdpCopyMode::ZeroCopy) bind |= XDP_ZEROCOPY;
   if (s.copy_mode == XdpCopyMode::Copy) bind |= XDP_COPY;
   // (Auto: neither flag, and the kernel binds zero-copy where the driver can.)
 
-  size_t attach_at = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto q = std::make_unique<Queue>();
     q->id = ids[i];
@@ -306,36 +370,38 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     ucfg.comp_size = kCompletionRing;
     ucfg.frame_size = s.frame_size;
     ucfg.frame_headroom = 0;
-    int rc = xsk_umem__create(&q->umem, q->area, q->area_bytes, &q->fill, &q->completion, &ucfg);
-    if (rc) {
-      q->umem = nullptr;
-      *error = why_open_failed(s, q->id, -rc, "xsk_umem__create");
-      return nullptr;
-    }
-    // One queue's socket tries the attach modes; the others take its mode.
+    // The kernel frees a closed socket's hold on its queue a moment later
+    // (deferred work): a queue still held is tried again for a while.
+    int busy_tries = 0;
     for (;;) {
+      int rc = xsk_umem__create(&q->umem, q->area, q->area_bytes, &q->fill, &q->completion, &ucfg);
+      if (rc) {
+        q->umem = nullptr;
+        *error = why_open_failed(s, q->id, -rc, "xsk_umem__create");
+        return nullptr;
+      }
       xsk_socket_config scfg{};
       scfg.rx_size = s.ring_size;
       scfg.tx_size = 0;
-      scfg.xdp_flags = attach[attach_at];
+      scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD; // ours is attached
+      scfg.xdp_flags = cap->attach_flags_;
       scfg.bind_flags = bind;
       rc = xsk_socket__create(&q->xsk, s.interface.c_str(), q->id, q->umem, &q->rx, nullptr,
                               &scfg);
+      if (!rc) rc = xsk_socket__update_xskmap(q->xsk, cap->map_fd_);
       if (!rc) break;
+      if (q->xsk) xsk_socket__delete(q->xsk);
       q->xsk = nullptr;
-      const bool attach_refused = -rc == EOPNOTSUPP || -rc == EINVAL;
-      if (i == 0 && attach_refused && attach_at + 1 < attach.size()) {
-        *warning = "native XDP refused on " + dev + " (" + strerror(-rc) +
-                   "): capturing in generic (SKB) mode, which costs more per packet; "
-                   "xdp-mode=native makes this an error";
-        ++attach_at;
+      xsk_umem__delete(q->umem);
+      q->umem = nullptr;
+      if (-rc == EBUSY && busy_tries++ < kBusyTries) {
+        usleep(kBusyWaitUs);
         library_messages.clear();
         continue;
       }
       *error = why_open_failed(s, q->id, -rc, "xsk_socket__create");
       return nullptr;
     }
-    cap->native_ = attach[attach_at] == XDP_FLAGS_DRV_MODE;
     xdp_options options{};
     socklen_t len = sizeof options;
     if (getsockopt(xsk_socket__fd(q->xsk), SOL_XDP, XDP_OPTIONS, &options, &len) == 0)
@@ -370,7 +436,16 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
 
 XdpCapture::~XdpCapture() {
   stop();
-  queues_.clear(); // sockets first (the last one detaches the program), then UMEMs
+  queues_.clear(); // sockets, then UMEMs
+  if (attach_flags_) {
+    // Only if the program attached is still ours.
+    bpf_xdp_attach_opts opts{};
+    opts.sz = sizeof opts;
+    opts.old_prog_fd = prog_fd_;
+    bpf_xdp_detach(ifindex_, attach_flags_ | XDP_FLAGS_REPLACE, &opts);
+  }
+  if (prog_fd_ >= 0) close(prog_fd_);
+  if (map_fd_ >= 0) close(map_fd_);
 }
 
 void XdpCapture::stop() {

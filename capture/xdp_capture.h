@@ -1,6 +1,7 @@
 // Live capture on AF_XDP (libxdp / libbpf): one XSK socket and one thread per
-// receive queue, each with its own UMEM, behind the XDP program libxdp loads
-// to redirect the queues to them.  Each thread copies its frames straight
+// receive queue, each with its own UMEM, behind a small XDP program of ours
+// that redirects the queues to them (attached only where no other program
+// is, detached at the end).  Each thread copies its frames straight
 // into batches of <gpupacket/packet-batch.h> in memory the caller provides
 // (afxdpsrc: the pinned pool downstream offers), closes a batch by size or
 // timeout and queues it; the consumer takes batches in the order they were
@@ -131,6 +132,8 @@ private:
   bool zero_copy_ = false, native_ = false;
   std::string interface_;
   int ifindex_ = 0;
+  int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
+  uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
   std::atomic<uint32_t> batch_packets_{256};
   std::atomic<uint64_t> batch_timeout_ns_{1000000};
   std::atomic<bool> running_{false}, stopping_{false};

@@ -1,0 +1,294 @@
+// The AF_XDP capture (capture/xdp_capture) without GStreamer: the queue
+// list syntax, the set-up errors, and, as root in a network namespace of
+// the test's own (its loopback, generic XDP), capture itself: every datagram
+// sent arrives once, in order, as an Ethernet frame in a valid batch of the
+// caller's memory, numbered from 1; PAUSED drops what arrives; a stop gives
+// every batch's memory back; the XDP program is gone after destruction.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gpupacket/packet-batch.h>
+
+#include "xdp_capture.h"
+
+namespace {
+
+using gpp::capture::XdpCapture;
+using gpp::capture::XdpSettings;
+
+std::vector<uint32_t> parse_ok(const std::string &text, bool *all = nullptr) {
+  std::vector<uint32_t> queues;
+  bool is_all = false;
+  std::string error;
+  EXPECT_TRUE(gpp::capture::parse_queue_list(text, &queues, &is_all, &error)) << text << ": " << error;
+  if (all) *all = is_all;
+  return queues;
+}
+
+TEST(XdpQueueList, AllCountListAndRanges) {
+  bool all = false;
+  EXPECT_TRUE(parse_ok("all", &all).empty());
+  EXPECT_TRUE(all);
+  EXPECT_TRUE(parse_ok("", &all).empty());
+  EXPECT_TRUE(all);
+  EXPECT_EQ(parse_ok("4", &all), (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_FALSE(all);
+  EXPECT_EQ(parse_ok("0,2,4-7"), (std::vector<uint32_t>{0, 2, 4, 5, 6, 7}));
+  EXPECT_EQ(parse_ok("3,"), (std::vector<uint32_t>{3}));
+  EXPECT_EQ(parse_ok("3-3"), (std::vector<uint32_t>{3}));
+  EXPECT_EQ(parse_ok("5,1"), (std::vector<uint32_t>{5, 1}));
+}
+
+TEST(XdpQueueList, BadTextSaysWhy) {
+  for (const char *bad : {"x", "0", "2-1", "1,1", ",", "1,,2", "-", "1-", "a-3", "1234567"}) {
+    std::vector<uint32_t> queues;
+    bool all = true;
+    std::string error;
+    EXPECT_FALSE(gpp::capture::parse_queue_list(bad, &queues, &all, &error)) << bad;
+    EXPECT_NE(error.find(std::string("\"") + bad + "\""), std::string::npos) << error;
+  }
+}
+
+XdpCapture::Allocate heap_allocate(std::atomic<int> *live) {
+  return [live](size_t size, void **memory) -> uint8_t * {
+    auto *p = new uint8_t[size];
+    *memory = p;
+    ++*live;
+    return p;
+  };
+}
+XdpCapture::Discard heap_discard(std::atomic<int> *live) {
+  return [live](void *memory) {
+    delete[] static_cast<uint8_t *>(memory);
+    --*live;
+  };
+}
+
+std::string open_error(const XdpSettings &s) {
+  std::atomic<int> live{0};
+  std::string error, warning;
+  auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+  EXPECT_EQ(cap, nullptr);
+  return error;
+}
+
+TEST(XdpCaptureOpen, ErrorsNameTheFix) {
+  XdpSettings s;
+  s.interface = "gpp-no-such0";
+  EXPECT_NE(open_error(s).find("No network interface \"gpp-no-such0\""), std::string::npos);
+  s.interface = "lo";
+  s.frame_size = 3000;
+  EXPECT_NE(open_error(s).find("frame-size"), std::string::npos);
+  s = XdpSettings{};
+  s.interface = "lo";
+  s.ring_size = s.frame_count;
+  EXPECT_NE(open_error(s).find("ring-size at most half of frame-count"), std::string::npos);
+  s = XdpSettings{};
+  s.interface = "lo";
+  const uint32_t have = gpp::capture::interface_rx_queues("lo");
+  ASSERT_GT(have, 0u);
+  s.queues = {have + 4};
+  const std::string why = open_error(s);
+  EXPECT_NE(why.find("there is no queue " + std::to_string(have + 4)), std::string::npos) << why;
+  EXPECT_NE(why.find("has " + std::to_string(have) + " receive queue"), std::string::npos) << why;
+}
+
+// Sends `count` UDP datagrams to 127.0.0.1:port, each carrying its index.
+void send_datagrams(uint16_t port, uint32_t first, uint32_t count) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(port);
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (uint32_t i = first; i < first + count; ++i) {
+    char payload[32];
+    snprintf(payload, sizeof payload, "gpp-xdp-%08u", i);
+    ASSERT_EQ(sendto(fd, payload, strlen(payload), 0, reinterpret_cast<sockaddr *>(&to), sizeof to),
+              static_cast<ssize_t>(strlen(payload)));
+  }
+  close(fd);
+}
+
+// The index a captured frame carries, or -1 for any other frame.
+long datagram_index(const uint8_t *frame, uint32_t len) {
+  static const char tag[] = "gpp-xdp-";
+  if (len < 14 + 20 + 8 + 16) return -1;
+  const uint8_t *payload = frame + len - 16;
+  if (memcmp(payload, tag, 8) != 0) return -1;
+  return strtol(std::string(reinterpret_cast<const char *>(payload) + 8, 8).c_str(), nullptr, 10);
+}
+
+// Takes batches until `want` datagrams arrived or 5 s passed; checks each batch.
+void take_datagrams(XdpCapture &cap, uint32_t want, std::vector<long> *seen,
+                    uint64_t *next_number, std::atomic<int> *live) {
+  for (int waits = 0; seen->size() < want && waits < 50;) {
+    gpp::capture::XdpBatch b;
+    const auto got = cap.take(&b, 100000000);
+    if (got == XdpCapture::Take::Timeout) {
+      ++waits;
+      continue;
+    }
+    ASSERT_EQ(got, XdpCapture::Take::Batch) << cap.error();
+    const auto *batch = static_cast<const uint8_t *>(b.memory);
+    char why[256];
+    ASSERT_TRUE(gpp_batch_validate(batch, b.size, why, sizeof why)) << why;
+    const auto *h = reinterpret_cast<const GppBatchHeader *>(batch);
+    EXPECT_EQ(h->linktype, 1u);
+    EXPECT_EQ(h->packet_count, b.packets);
+    EXPECT_EQ(b.first_number, *next_number);
+    const GppPacketDesc *d = gpp_batch_descs(batch);
+    for (uint32_t i = 0; i < b.packets; ++i) {
+      EXPECT_EQ(d[i].packet_number, (*next_number)++);
+      EXPECT_EQ(d[i].caplen, d[i].wirelen);
+      EXPECT_GE(d[i].timestamp_ns, b.first_capture_ns);
+      const long index = datagram_index(batch + d[i].offset, d[i].caplen);
+      if (index >= 0) seen->push_back(index);
+    }
+    delete[] static_cast<uint8_t *>(b.memory);
+    --*live;
+  }
+}
+
+// Runs `body` in a child process in a new network namespace (its own
+// loopback); the test skips where that or AF_XDP is not permitted.
+template <typename Body> void in_own_namespace(Body body) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: a network namespace and an XDP program";
+  const int probe = socket(AF_XDP, SOCK_RAW, 0);
+  if (probe < 0) GTEST_SKIP() << "AF_XDP sockets are not permitted here: " << strerror(errno);
+  close(probe);
+  fflush(nullptr);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNET) != 0) _exit(77);
+    if (system("ip link set lo up") != 0) _exit(77);
+    body();
+    _exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace of our own here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the capture in the namespace failed (its output is above)";
+}
+
+TEST(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
+  in_own_namespace([] {
+    std::atomic<int> live{0};
+    XdpSettings s;
+    s.interface = "lo";
+    s.queues = {0};
+    s.frame_count = 1024;
+    s.ring_size = 256;
+    std::string error, warning;
+    {
+      auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+      ASSERT_NE(cap, nullptr) << error;
+      // Loopback has no native XDP: auto falls back to generic and says so.
+      EXPECT_FALSE(cap->native());
+      EXPECT_NE(warning.find("generic"), std::string::npos) << warning;
+      EXPECT_FALSE(cap->zero_copy());
+      uint32_t prog_id = 0;
+      ASSERT_EQ(bpf_xdp_query_id(if_nametoindex("lo"), XDP_FLAGS_SKB_MODE, &prog_id), 0);
+      EXPECT_NE(prog_id, 0u);
+      // A second capture of the same interface finds the program there.
+      std::string busy;
+      EXPECT_EQ(XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &busy, &warning),
+                nullptr);
+      EXPECT_NE(busy.find("Another XDP program is attached to \"lo\""), std::string::npos) << busy;
+
+      // Before start(): what arrives is dropped, counted.
+      send_datagrams(9999, 0, 10);
+      for (int i = 0; i < 200 && cap->discarded() < 10; ++i) usleep(10000);
+      EXPECT_EQ(cap->discarded(), 10u);
+      cap->set_batch_limits(32, 200000);
+      cap->start();
+      std::vector<long> seen;
+      uint64_t next_number = 1;
+      send_datagrams(9999, 100, 300);
+      take_datagrams(*cap, 300, &seen, &next_number, &live);
+      ASSERT_EQ(seen.size(), 300u);
+      for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], long(100 + i));
+
+      // Paused: nothing is delivered; started again: only what came after.
+      cap->pause();
+      send_datagrams(9999, 1000, 50);
+      gpp::capture::XdpBatch b;
+      EXPECT_EQ(cap->take(&b, 300000000), XdpCapture::Take::Timeout);
+      cap->start();
+      seen.clear();
+      send_datagrams(9999, 2000, 40);
+      take_datagrams(*cap, 40, &seen, &next_number, &live);
+      ASSERT_EQ(seen.size(), 40u);
+      EXPECT_EQ(seen.front(), 2000);
+      const auto stats = cap->stats();
+      ASSERT_EQ(stats.size(), 1u);
+      EXPECT_GE(stats[0].packets, 340u);
+      EXPECT_EQ(stats[0].rx_invalid_descs, 0u);
+
+      // interrupt() ends a take at once, resume() lets it wait again.
+      cap->interrupt();
+      EXPECT_EQ(cap->take(&b, 1000000000), XdpCapture::Take::Interrupted);
+      cap->resume();
+
+      // Batches queued at the stop go back through discard.
+      send_datagrams(9999, 3000, 64);
+      usleep(200000);
+    }
+    EXPECT_EQ(live.load(), 0) << "batch memory not given back";
+    uint32_t prog_id = 1;
+    ASSERT_EQ(bpf_xdp_query_id(if_nametoindex("lo"), XDP_FLAGS_SKB_MODE, &prog_id), 0);
+    EXPECT_EQ(prog_id, 0u) << "the XDP program outlived the capture";
+  });
+}
+
+TEST(XdpCaptureLoopback, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
+  in_own_namespace([] {
+    const auto count_fds = [] {
+      int n = 0;
+      for (int fd = 0; fd < 4096; ++fd) n += fcntl(fd, F_GETFD) != -1;
+      return n;
+    };
+    std::atomic<int> live{0};
+    XdpSettings s;
+    s.interface = "lo";
+    s.frame_count = 256;
+    s.ring_size = 64;
+    s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+    const int before = count_fds();
+    for (int i = 0; i < 50; ++i) {
+      std::string error, warning;
+      auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+      ASSERT_NE(cap, nullptr) << "open " << i << ": " << error;
+      EXPECT_TRUE(warning.empty()) << warning;
+      if (i % 2) cap->start();
+      send_datagrams(9999, 0, 5);
+    }
+    EXPECT_EQ(count_fds(), before);
+    EXPECT_EQ(live.load(), 0);
+    s.attach_mode = gpp::capture::XdpAttachMode::Native;
+    std::string error, warning;
+    auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+    EXPECT_EQ(cap, nullptr);
+    EXPECT_NE(error.find("native"), std::string::npos) << error;
+  });
+}
+
+} // namespace
