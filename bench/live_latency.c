@@ -1,13 +1,15 @@
 /* gpupacket-live-latency: capture-to-result latency of gpupacketproc on a live
- * interface, per mode, side by side.  For each mode it runs
- *   pcapsrc device=CAPTURE ! gpupacketproc mode=M ! fakesink
+ * interface, per source and mode, side by side.  For each it runs
+ *   SOURCE device=CAPTURE ! gpupacketproc mode=M ! fakesink
+ * (SOURCE: pcapsrc, and afxdpsrc where the plugin has it)
  * while a thread injects UDP frames into INJECT (the other end of a veth
  * pair, see live-latency.sh) at a fixed rate, then prints the element's
  * capture-latency percentiles (capture timestamp of a batch's first packet
  * to the push of its results, wall clock) and the capture counts.
  *
  *   gpupacket-live-latency --capture IF --inject IF [--rate PPS] [--seconds S]
- *       [--batch-size N] [--batch-timeout US] [--modes cpu,streams,...] [--csv FILE]
+ *       [--batch-size N] [--batch-timeout US] [--modes cpu,streams,...]
+ *       [--sources pcapsrc,afxdpsrc] [--csv FILE]
  */
 #define _DEFAULT_SOURCE /* the BSD types <pcap/pcap.h> uses */
 #include <gst/gst.h>
@@ -123,7 +125,7 @@ get_u64 (const GstStructure * s, const char *field)
 int
 main (int argc, char **argv)
 {
-  gchar *capture = NULL, *inject = NULL, *modes = NULL;
+  gchar *capture = NULL, *inject = NULL, *modes = NULL, *sources = NULL;
   gchar *csv = NULL;
   gint rate = 20000, batch_size = 64, batch_timeout = 100;
   gdouble seconds = 3;
@@ -136,6 +138,9 @@ main (int argc, char **argv)
     {"batch-timeout", 0, 0, G_OPTION_ARG_INT, &batch_timeout,
         "pcapsrc batch-timeout in us (default 100)", "US"},
     {"modes", 0, 0, G_OPTION_ARG_STRING, &modes, "modes to measure, comma-separated", "LIST"},
+    {"sources", 0, 0, G_OPTION_ARG_STRING, &sources,
+        "live sources, comma-separated (default pcapsrc, and afxdpsrc where the plugin has it)",
+        "LIST"},
     {"csv", 0, 0, G_OPTION_ARG_FILENAME, &csv, "also write the rows as CSV", "FILE"},
     {NULL}
   };
@@ -156,27 +161,38 @@ main (int argc, char **argv)
     return 2;
   }
   if (out)
-    fprintf (out, "mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
+    fprintf (out, "source,mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
         "batches,capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
         "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us\n");
   printf ("capture-to-result latency, %d frames/s of 64 bytes, batch-size %d, batch-timeout %d us, "
       "%.1f s per mode\n", rate, batch_size, batch_timeout, seconds);
-  printf ("%-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "mode", "sent", "captured", "dropped",
+  printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "source", "mode", "sent",
+      "captured", "dropped",
       "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99");
   int status = 0;
   if (!modes && !(modes = all_modes ())) {
     fprintf (stderr, "no gpupacketproc element (is GST_PLUGIN_PATH set?)\n");
     return 1;
   }
+  if (!sources) {
+    GstElementFactory *afxdp = gst_element_factory_find ("afxdpsrc");
+    sources = g_strdup (afxdp ? "pcapsrc,afxdpsrc" : "pcapsrc");
+    if (afxdp)
+      gst_object_unref (afxdp);
+  }
   gchar **list = g_strsplit (modes, ",", -1);
+  gchar **source_list = g_strsplit (sources, ",", -1);
+  for (gchar ** source = source_list; *source; ++source)
   for (gchar ** m = list; *m; ++m) {
-    gchar *desc = g_strdup_printf ("pcapsrc name=src device=%s batch-size=%d batch-timeout=%d ! "
-        "gpupacketproc name=proc mode=%s ! fakesink sync=false", capture, batch_size,
+    /* Both sources' drops: pcapsrc's kernel ring, afxdpsrc's queues. */
+    const gboolean xdp = g_str_equal (*source, "afxdpsrc");
+    gchar *desc = g_strdup_printf ("%s name=src device=%s batch-size=%d batch-timeout=%d ! "
+        "gpupacketproc name=proc mode=%s ! fakesink sync=false", *source, capture, batch_size,
         batch_timeout, *m);
     GstElement *pipe = gst_parse_launch (desc, &err);
     g_free (desc);
     if (!pipe || err) {         /* a missing element is a "recoverable" error: not here */
-      fprintf (stderr, "%s: %s\n", *m, err ? err->message : "could not build the pipeline");
+      fprintf (stderr, "%s %s: %s\n", *source, *m, err ? err->message : "could not build the pipeline");
       g_clear_error (&err);
       if (pipe)
         gst_object_unref (pipe);
@@ -188,7 +204,7 @@ main (int argc, char **argv)
       GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
       if (msg) {
         gst_message_parse_error (msg, &err, NULL);
-        fprintf (stderr, "%s: %s\n", *m, err->message);
+        fprintf (stderr, "%s %s: %s\n", *source, *m, err->message);
         g_clear_error (&err);
         gst_message_unref (msg);
       }
@@ -213,28 +229,30 @@ main (int argc, char **argv)
     gchar *key50 = g_strdup_printf ("%s-latency-p50-ns", *m), *key99 = g_strdup_printf ("%s-latency-p99-ns", *m);
     const double us = 1e3;
     const guint64 captured = get_u64 (ss, "packets");
-    printf ("%-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
-        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n", *m, inj.sent, captured,
-        get_u64 (ss, "dropped"), get_u64 (ps, "batches"),
+    const guint64 dropped = xdp ? get_u64 (ss, "rx-dropped") + get_u64 (ss, "rx-ring-full") +
+        get_u64 (ss, "rx-fill-ring-empty") : get_u64 (ss, "dropped");
+    printf ("%-9s %-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
+        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n", *source, *m, inj.sent, captured,
+        dropped, get_u64 (ps, "batches"),
         get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
         get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
         get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, msg || inj.error ? "  (error)" : "");
     if (out)
-      fprintf (out, "%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", *m, rate, batch_size,
-          batch_timeout, inj.sent, captured, get_u64 (ss, "dropped"), get_u64 (ps, "batches"),
+      fprintf (out, "%s,%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", *source, *m, rate, batch_size,
+          batch_timeout, inj.sent, captured, dropped, get_u64 (ps, "batches"),
           get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
           get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
           get_u64 (ps, key50) / us, get_u64 (ps, key99) / us);
     if (msg) {
       gst_message_parse_error (msg, &err, NULL);
-      fprintf (stderr, "%s: %s\n", *m, err->message);
+      fprintf (stderr, "%s %s: %s\n", *source, *m, err->message);
       g_clear_error (&err);
       gst_message_unref (msg);
       status = 1;
     }
     if (inj.error) {
-      fprintf (stderr, "%s: %s\n", *m, inj.error);
+      fprintf (stderr, "%s %s: %s\n", *source, *m, inj.error);
       g_free (inj.error);
       status = 1;
     }
@@ -251,6 +269,8 @@ main (int argc, char **argv)
     gst_object_unref (pipe);
   }
   g_strfreev (list);
+  g_strfreev (source_list);
+  g_free (sources);
   if (out)
     fclose (out);
   g_free (capture);
