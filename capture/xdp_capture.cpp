@@ -41,6 +41,8 @@ constexpr uint32_t kRxBurst = 64;
 // Closed batches waiting for the consumer, per queue, before a queue's
 // thread waits (its RX ring then fills and the kernel counts the drops).
 constexpr size_t kReadyPerQueue = 4;
+// Longest nap while a batch fills (see run_queue).
+constexpr uint64_t kMaxNapNs = 200 * 1000;
 // Longest wait without a deadline: the thread looks at its state again.
 constexpr uint64_t kIdleWaitNs = 100 * 1000 * 1000;
 // A queue still held by a socket closed a moment ago: tries, and the wait
@@ -232,7 +234,9 @@ struct XdpCapture::Queue {
   };
   std::vector<Held> held; // the batch being built: its frames, still in the UMEM
   uint64_t held_bytes = 0;
-  uint64_t due_ns = 0; // monotonic: when the batch being built must close
+  uint64_t start_ns = 0; // monotonic: when the batch being built got its first frame
+  uint64_t due_ns = 0;   // and when it must close
+  uint32_t ring_size = 0;
   std::atomic<uint64_t> packets{0}, bytes{0};
   std::thread thread;
 
@@ -358,6 +362,7 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     auto q = std::make_unique<Queue>();
     q->id = ids[i];
     q->frame_size = s.frame_size;
+    q->ring_size = s.ring_size;
     q->area_bytes = size_t(s.frame_count) * s.frame_size;
     q->area = mmap(nullptr, q->area_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -465,19 +470,26 @@ void XdpCapture::stop() {
 }
 
 void XdpCapture::set_batch_limits(uint32_t packets, uint64_t timeout_ns) {
-  batch_packets_ = packets ? packets : 1;
-  batch_timeout_ns_ = timeout_ns;
+  packets = packets ? packets : 1;
+  // Called for every batch taken: the threads are woken only by a change.
+  const bool same_packets = batch_packets_.exchange(packets) == packets;
+  const bool same_timeout = batch_timeout_ns_.exchange(timeout_ns) == timeout_ns;
+  if (same_packets && same_timeout) return;
+  wake_threads();
+}
+
+void XdpCapture::wake_threads() {
   for (auto &q : queues_) {
     const uint64_t one = 1;
     if (write(q->wake_fd, &one, sizeof one) < 0) {
-    }
+    } // an eventfd write fails only on overflow: it is awake then
   }
 }
 
 void XdpCapture::start() {
   drop_queued();
   running_ = true;
-  set_batch_limits(batch_packets_, batch_timeout_ns_); // wakes the threads
+  wake_threads();
 }
 
 void XdpCapture::pause() {
@@ -486,7 +498,7 @@ void XdpCapture::pause() {
     running_ = false;
     changed_.notify_all(); // a thread waiting for room gives its batch up
   }
-  set_batch_limits(batch_packets_, batch_timeout_ns_);
+  wake_threads();
 }
 
 XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
@@ -654,7 +666,10 @@ void XdpCapture::run_queue(Queue &q) {
           ++discarded_;
           continue;
         }
-        if (q.held.empty()) q.due_ns = monotonic_ns() + batch_timeout_ns_;
+        if (q.held.empty()) {
+          q.start_ns = monotonic_ns();
+          q.due_ns = q.start_ns + batch_timeout_ns_;
+        }
         // The frame's data starts at its offset: keep that address.
         q.held.push_back({xsk_umem__add_offset_to_addr(d->addr), d->len, now});
         q.held_bytes += d->len;
@@ -670,17 +685,31 @@ void XdpCapture::run_queue(Queue &q) {
     }
     if (!q.held.empty() && monotonic_ns() >= q.due_ns) deliver(q);
     if (got == kRxBurst) continue;
-    // Wait for frames, the batch deadline, or a wake-up.
+    // Wait for frames, the batch deadline, or a wake-up.  With a batch
+    // begun, waking for each frame costs more than the frames (a wake-up
+    // every few packets): the thread naps until the batch could be full at
+    // the rate its frames came so far, or its deadline, and the RX ring
+    // holds what comes meanwhile (a nap never lasts long enough to fill half
+    // the ring at that rate, nor more than kMaxNapNs).
     uint64_t wait_ns = kIdleWaitNs;
+    bool nap = false;
     if (!q.held.empty()) {
       const uint64_t mono = monotonic_ns();
       wait_ns = q.due_ns > mono ? q.due_ns - mono : 0;
       if (!wait_ns) continue;
+      const uint64_t held = q.held.size(), limit = batch_packets_;
+      const uint64_t spent = mono > q.start_ns ? mono - q.start_ns : 1;
+      const uint64_t room = std::min<uint64_t>(limit > held ? limit - held : 1, q.ring_size / 2);
+      // ns per frame so far, times the frames there is room for
+      const uint64_t fill_ns = spent / held * room;
+      wait_ns = std::min({wait_ns, fill_ns, kMaxNapNs});
+      nap = true;
     }
-    if (got) continue; // more may have come meanwhile: look again before sleeping
+    if (got && !nap) continue; // more may have come meanwhile: look again before sleeping
     pollfd fds[2] = {{fd, POLLIN, 0}, {q.wake_fd, POLLIN, 0}};
     const timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
-    const int rc = ppoll(fds, 2, &ts, nullptr);
+    // A nap waits for a wake-up or its end, not for frames.
+    const int rc = nap ? ppoll(fds + 1, 1, &ts, nullptr) : ppoll(fds, 2, &ts, nullptr);
     if (rc < 0 && errno != EINTR) {
       fail(std::string("waiting for packets on queue ") + std::to_string(q.id) + ": " +
            strerror(errno));

@@ -123,6 +123,7 @@ private:
   void run_queue(Queue &q);
   void deliver(Queue &q);
   void fail(const std::string &why);
+  void wake_threads();
 
   Allocate allocate_;
   Discard discard_;
