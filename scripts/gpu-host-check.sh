@@ -23,6 +23,11 @@
 # is) in $OUT/pipeline; PIPELINE_ARGS adds options (e.g. --packets N).  Pack
 # with `scripts/pack-gpu-host.sh --pipeline` (or --peers): the peer tools
 # then come from build/peers; one missing there is skipped with the reason.
+# live-capture (not in the default; a call of its own, about 2 minutes):
+# bench/live-capture-bench.py, pcapsrc and afxdpsrc (1, 2 and 4 queues) on a
+# veth pair between two network namespaces, tcpreplay senders on the other
+# cores; needs root and tcpreplay (skipped otherwise), its report in
+# $OUT/live-capture; LIVE_CAPTURE_ARGS adds options (e.g. --duration 10).
 # On the lent host one command may run 10 minutes: run suite-parity,
 # suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03; peers
 # 137 s, and the full realistic grid after them did not finish within 330 s:
@@ -158,6 +163,11 @@ if want pipeline; then
   [ -d build/peers/bin ] && tools=(--tools-dir build/peers/bin)
   TAIL=${PIPELINE_TAIL:-140} run pipeline python3 bench/pipeline-bench.py "${tools[@]}" \
     ${PIPELINE_ARGS:-} --out "$OUT/pipeline"
+fi
+if want live-capture; then
+  command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
+  TAIL=${LIVE_CAPTURE_TAIL:-40} run live-capture python3 bench/live-capture-bench.py \
+    ${LIVE_CAPTURE_ARGS:-} --out "$OUT/live-capture"
 fi
 if want soak; then
   TAIL=30 run soak build/bench/gpupacket-soak --minutes "${SOAK_MINUTES:-3}" --interval 10 \

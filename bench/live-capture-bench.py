@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""Live capture on a veth pair: pcapsrc against afxdpsrc, what each captures,
+drops and costs in CPU a packet, and the highest drop-free rate.
+
+  live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
+                        [--senders N] [--steps N] [--proc] [--oversubscribe]
+                        [--build DIR] [--out DIR]
+
+Two network namespaces joined by a veth pair (made again for each receiver,
+with as many queues as the receiver captures; always removed at the end).
+The sender: --senders tcpreplay processes (default: the cores the largest
+receiver leaves free), each pinned to a core of its own with taskset, replaying
+a generated capture of 60-byte UDP frames (64 on the wire) with --preload-pcap.
+First the sender alone (nothing attached to the receiving end: the kernel
+drops the frames, which are for another host), then each receiver pinned to
+its own cores and running gst-launch-1.0 ... ! fakesink:
+  pcapsrc device=RX immediate-mode=true / immediate-mode=false,
+  afxdpsrc device=RX queues=N for each N of --queues (skipped where the
+  machine lacks N receiver cores + 1 sender core, unless --oversubscribe).
+Per receiver: one run at the senders' top speed (captured, dropped as the
+source counts it, missing = sent - captured, CPU time a captured packet), then
+--steps runs at set rates (tcpreplay --pps, split over the senders), bisecting
+for the highest rate whose loss (missing or source-dropped, whichever is
+larger) is at most 0.1%.
+Exit 0 when every receiver that could run ran, 1 when one failed, 2 bad
+usage, 77 (SKIP) without root, ip, tcpreplay, gst-launch-1.0, the plugin,
+network namespaces or AF_XDP (bench/README.md).
+"""
+import argparse
+import csv
+import datetime
+import math
+import os
+import platform
+import re
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(HERE)
+LOSS_LIMIT = 0.001          # drop-free: loss at most 0.1%
+STATS_INTERVAL_MS = 100
+START = time.monotonic()
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def log(text):
+    sys.stderr.write("[%7.1f s] %s\n" % (time.monotonic() - START, text))
+    sys.stderr.flush()
+
+
+def skip(why):
+    print("SKIP: " + why)
+    sys.exit(77)
+
+
+def quote(argv):
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def proc_cpu_seconds(pid):
+    """user + system seconds of every thread of PID (from /proc/PID/stat)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def softirq_seconds():
+    """Softirq seconds of the whole machine (/proc/stat, every CPU)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[7]) / CLK_TCK
+
+
+STATS_LINE = re.compile(r'from element "[^"]*" \(element\): (pcapsrc|afxdpsrc)-stats, (.*);\s*$')
+FIELD = re.compile(r'([\w-]+)=\((\w+)\)("(?:[^"\\]|\\.)*"|[^,]+)')
+
+
+def parse_stats(text):
+    out = {}
+    for name, kind, value in FIELD.findall(text):
+        if kind in ("guint64", "uint", "int", "guint", "gint64"):
+            out[name] = int(value)
+        else:
+            out[name] = value.strip('"')
+    return out
+
+
+class Receiver:
+    """gst-launch-1.0 -m running the receiver's pipeline; keeps the latest
+    stats message."""
+
+    def __init__(self, argv, log_path):
+        self.argv = argv
+        self.log = open(log_path, "w")
+        self.lock = threading.Lock()
+        self.stats = None
+        self.count = 0
+        self.errors = []
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.write(line)
+            m = STATS_LINE.search(line)
+            with self.lock:
+                if m:
+                    self.stats = parse_stats(m.group(2))
+                    self.count += 1
+                elif "ERROR" in line or "WARNING" in line:
+                    self.errors.append(line.strip())
+
+    def latest(self):
+        with self.lock:
+            return (dict(self.stats) if self.stats else None), self.count
+
+    def wait_ready(self, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                return False
+            if self.latest()[0] is not None:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def wait_settled(self, timeout=3.0):
+        """Waits until the packet count stays put over three stats messages."""
+        end = time.monotonic() + timeout
+        last, same, seen = None, 0, self.latest()[1]
+        while time.monotonic() < end and same < 3:
+            time.sleep(0.02)
+            stats, count = self.latest()
+            if count == seen:
+                continue
+            seen = count
+            packets = stats.get("packets") if stats else None
+            same = same + 1 if packets == last else 0
+            last = packets
+        return self.latest()[0]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.thread.join(5)
+        self.log.close()
+
+
+def drops_of(kind, stats):
+    if kind == "pcapsrc":
+        return stats.get("dropped", 0) + stats.get("if-dropped", 0)
+    return stats.get("rx-dropped", 0) + stats.get("rx-ring-full", 0) + \
+        stats.get("rx-fill-ring-empty", 0)
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.ns_tx = "gpp-lcb-tx-%d" % os.getpid()
+        self.ns_rx = "gpp-lcb-rx-%d" % os.getpid()
+        self.tx, self.rx = "lcb-tx", "lcb-rx"
+        self.namespaces = []
+        self.children = []
+        self.commands = []      # (what, command) for the report
+        self.rows = []
+        self.failed = []
+        self.queues = None
+
+    # ---- set-up ----------------------------------------------------------
+    def sh(self, argv, check=True, record=None):
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if record:
+            self.commands.append((record, quote(argv)))
+        if check and r.returncode != 0:
+            raise RuntimeError("%s: %s" % (quote(argv), r.stdout.strip()))
+        return r
+
+    def make_namespaces(self):
+        for ns in (self.ns_tx, self.ns_rx):
+            if self.sh(["ip", "netns", "add", ns], check=False).returncode != 0:
+                skip("cannot create a network namespace (ip netns add)")
+            self.namespaces.append(ns)
+            if self.sh(["ip", "netns", "exec", ns, "true"], check=False).returncode != 0:
+                skip("cannot use a network namespace here (a chroot or container?)")
+
+    def make_veth(self, queues):
+        """The veth pair again, with QUEUES receive and transmit queues each side."""
+        if self.queues == queues:
+            return
+        self.sh(["ip", "-n", self.ns_tx, "link", "del", self.tx], check=False)
+        q = ["numtxqueues", str(queues), "numrxqueues", str(queues)]
+        argv = ["ip", "link", "add", self.tx] + q + ["netns", self.ns_tx, "type", "veth", "peer",
+                                                     "name", self.rx] + q + ["netns", self.ns_rx]
+        r = self.sh(argv, check=False, record="veth pair, %d queue(s)" % queues)
+        if r.returncode != 0:
+            skip("cannot create a veth pair in a namespace: " + r.stdout.strip())
+        for ns, ifc in ((self.ns_tx, self.tx), (self.ns_rx, self.rx)):
+            # No IPv6 (router solicitations would be captured); up.
+            self.sh(["ip", "netns", "exec", ns, "sh", "-c",
+                     "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
+            self.sh(["ip", "-n", ns, "link", "set", ifc, "up"])
+        self.queues = queues
+        time.sleep(0.2)
+
+    def cleanup(self):
+        for p in self.children:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for ns in self.namespaces:
+            subprocess.run(["ip", "netns", "del", ns], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        self.namespaces = []
+
+    # ---- the sender ------------------------------------------------------
+    def sender_argv(self, core, pps, duration):
+        rate = ["--pps=%d" % max(1, int(pps))] if pps else ["--topspeed"]
+        return ["ip", "netns", "exec", self.ns_tx, "taskset", "-c", str(core), "tcpreplay",
+                "-q", "--preload-pcap", "--loop=0", "--duration=%d" % max(1, round(duration))] + \
+            rate + ["-i", self.tx, self.pcap]
+
+    def send(self, pps, duration):
+        """Runs the senders (total rate PPS, None = top speed); returns
+        (packets sent, seconds, sender CPU seconds)."""
+        per = pps / len(self.sender_cores) if pps else None
+        procs = []
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.monotonic()
+        for core in self.sender_cores:
+            argv = self.sender_argv(core, per, duration)
+            p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.children.append(p)
+            procs.append((p, argv))
+        sent = 0
+        for p, argv in procs:
+            out, _ = p.communicate()
+            m = re.search(r"Actual: (\d+) packets", out)
+            if not m:
+                raise RuntimeError("%s: %s" % (quote(argv), out.strip()[-400:]))
+            sent += int(m.group(1))
+            self.children.remove(p)
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+        return sent, time.monotonic() - t0, cpu
+
+    # ---- one receiver ----------------------------------------------------
+    def receiver_argv(self, kind, props, cores):
+        chain = ["!", "gpupacketproc", "mode=cpu"] if self.args.proc else []
+        return ["ip", "netns", "exec", self.ns_rx, "taskset", "-c", cores, self.gst_launch, "-m",
+                kind, "device=" + self.rx] + props + ["stats-interval=%d" % STATS_INTERVAL_MS] + \
+            chain + ["!", "fakesink"]
+
+    def measure(self, stats0, receiver, kind, pps, duration):
+        """One sending run with the receiver running: deltas of its stats."""
+        cpu0 = proc_cpu_seconds(receiver.proc.pid)
+        sirq0 = softirq_seconds()
+        sent, seconds, sender_cpu = self.send(pps, duration)
+        stats = receiver.wait_settled()
+        cpu1 = proc_cpu_seconds(receiver.proc.pid)
+        sirq1 = softirq_seconds()
+        captured = stats["packets"] - stats0["packets"]
+        dropped = drops_of(kind, stats) - drops_of(kind, stats0)
+        missing = max(0, sent - captured)
+        loss = max(missing, dropped) / sent if sent else 0.0
+        rx_cpu = (cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else float("nan")
+        sirq = sirq1 - sirq0
+        per = lambda s: s / captured * 1e9 if captured else float("nan")
+        return {"target_pps": pps or 0, "sent": sent, "seconds": seconds,
+                "sent_pps": sent / seconds, "captured": captured,
+                "captured_pps": captured / seconds, "src_dropped": dropped, "missing": missing,
+                "loss": loss, "rx_cpu_s": rx_cpu, "softirq_s": sirq, "sender_cpu_s": sender_cpu,
+                "ns_rx": per(rx_cpu), "ns_total": per(rx_cpu + sirq), "stats": stats}, stats
+
+    def run_receiver(self, name, kind, props, queues, rx_cores):
+        self.make_veth(queues)
+        argv = self.receiver_argv(kind, props, rx_cores)
+        self.commands.append(("receiver " + name, quote(argv)))
+        receiver = Receiver(argv, os.path.join(self.out, "receiver-%s.log" % re.sub(r"\W+", "-", name)))
+        self.children.append(receiver.proc)
+        row = {"section": "measure", "receiver": name, "queues": queues, "status": "ok", "note": ""}
+        try:
+            if not receiver.wait_ready(15):
+                raise RuntimeError("no stats from the receiver within 15 s: %s" %
+                                   " | ".join(receiver.errors[-3:]) or "see receiver log")
+            stats0 = receiver.wait_settled(1.0)
+            top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
+            row.update(top)
+            log("%s at top speed: sent %d, captured %d, dropped %d, missing %d" %
+                (name, top["sent"], top["captured"], top["src_dropped"], top["missing"]))
+            # Drop-free rate: bisect on a log scale between 0 and the top speed.
+            best, lo, hi = None, None, top["sent_pps"]
+            if top["loss"] <= LOSS_LIMIT:
+                best = top["sent_pps"]
+                row["note"] = "drop-free at the senders' top speed (bounded by the sender)"
+            else:
+                for step in range(self.args.steps):
+                    if lo is None and step == 0:
+                        target = min(hi * 0.9, max(top["captured_pps"] * 0.8, hi / 64))
+                    elif lo is None:
+                        target = hi / 2
+                    else:
+                        target = math.sqrt(lo * hi)
+                    m, stats0 = self.measure(stats0, receiver, kind, target,
+                                             self.args.step_duration)
+                    ok = m["loss"] <= LOSS_LIMIT
+                    log("%s at %.0f pps (sent %.0f pps): loss %.4f%% %s" %
+                        (name, target, m["sent_pps"], 100 * m["loss"], "ok" if ok else "drops"))
+                    self.rows.append(dict(m, section="step", receiver=name, queues=queues,
+                                          status="ok" if ok else "drops", note=""))
+                    if ok:
+                        lo = target
+                        best = max(best or 0, m["sent_pps"])
+                    else:
+                        hi = target
+                        if lo is None and step == self.args.steps - 1:
+                            row["note"] = "drops at every rate tried (lowest %.0f pps)" % target
+                    if lo is None and hi < 1000:
+                        break
+            row["drop_free_pps"] = best
+            if top.get("stats", {}).get("xdp-mode"):
+                s = top["stats"]
+                row["note"] = (row["note"] + "; " if row["note"] else "") + \
+                    "xdp-mode=%s zero-copy=%s queues=%s" % (s["xdp-mode"], s["zero-copy"], s["queues"])
+        except (RuntimeError, KeyError, TypeError) as e:
+            row["status"] = "failed"
+            row["note"] = str(e)[:300]
+            self.failed.append("%s: %s" % (name, e))
+            log("%s failed: %s" % (name, e))
+        finally:
+            receiver.stop()
+            self.children.remove(receiver.proc)
+        self.rows.append(row)
+        return row
+
+    # ---- the whole run ---------------------------------------------------
+    def probe_afxdp(self):
+        self.make_veth(1)
+        argv = self.receiver_argv("afxdpsrc", ["queues=1"], "0")
+        receiver = Receiver(argv, os.path.join(self.out, "probe-afxdpsrc.log"))
+        self.children.append(receiver.proc)
+        try:
+            ok = receiver.wait_ready(15)
+        finally:
+            receiver.stop()
+            self.children.remove(receiver.proc)
+        if not ok:
+            skip("afxdpsrc cannot capture on a veth here (AF_XDP not permitted?): %s" %
+                 (" | ".join(receiver.errors[-2:]) or "no stats message"))
+
+    def run(self):
+        a = self.args
+        ncpu = os.cpu_count() or 1
+        qlist = a.queues
+        runnable = [q for q in qlist if a.oversubscribe or q + 1 <= ncpu]
+        rx_max = max([1] + runnable)
+        nsend = a.senders or max(1, ncpu - rx_max)
+        if nsend + 1 > ncpu and not a.oversubscribe:
+            nsend = max(1, ncpu - 1)
+        # Senders on the last cores, receivers on the first.
+        self.sender_cores = [(ncpu - 1 - i) % ncpu for i in range(nsend)]
+        self.pcap = os.path.join(self.out, "udp64.pcap")
+        gen = [sys.executable, os.path.join(SOURCE, "examples", "make-sample-pcap.py"),
+               "--frame-size", "60", "--distinct", str(min(65536, a.packets)), "--packets",
+               str(a.packets), self.pcap]
+        self.sh(gen, record="capture")
+        self.make_namespaces()
+        self.probe_afxdp()
+
+        # The sender alone, on each veth layout used.
+        self.sender_rate = {}
+        layouts = sorted({1} | set(runnable))
+        for q in layouts:
+            self.make_veth(q)
+            sirq0 = softirq_seconds()
+            sent, seconds, cpu = self.send(None, a.duration)
+            sirq = softirq_seconds() - sirq0
+            self.commands.append(("sender (one per core in %s)" % ",".join(map(str, self.sender_cores)),
+                                  quote(self.sender_argv(self.sender_cores[0], None, a.duration))))
+            self.sender_rate[q] = sent / seconds
+            self.rows.append({"section": "sender", "receiver": "none (kernel drops)", "queues": q,
+                              "sent": sent, "seconds": seconds, "sent_pps": sent / seconds,
+                              "softirq_s": sirq, "sender_cpu_s": cpu, "status": "ok",
+                              "note": "%d sender(s)" % nsend})
+            log("sender alone, %d queue(s): %d packets in %.2f s, %.0f pps" %
+                (q, sent, seconds, sent / seconds))
+
+        self.run_receiver("pcapsrc immediate", "pcapsrc", ["immediate-mode=true"], 1, "0")
+        self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1, "0")
+        for q in qlist:
+            name = "afxdpsrc queues=%d" % q
+            if q not in runnable:
+                why = "%d receiver cores + 1 sender core > %d cores" % (q, ncpu)
+                self.rows.append({"section": "measure", "receiver": name, "queues": q,
+                                  "status": "skipped", "note": why})
+                log("%s %s" % (name, why))
+                continue
+            self.run_receiver(name, "afxdpsrc", ["queues=%d" % q], q, "0" if q == 1 else "0-%d" % (q - 1))
+
+
+# ---- the report ----------------------------------------------------------
+def fmt(v, spec="%.0f"):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return spec % v
+
+
+def ratio(a, b):
+    if a is None or b is None or not b or (isinstance(a, float) and math.isnan(a)) or \
+            (isinstance(b, float) and math.isnan(b)):
+        return None
+    return a / b
+
+
+def report(bench, args):
+    rows = bench.rows
+    meas = {r["receiver"]: r for r in rows if r["section"] == "measure"}
+    head = ["receiver", "queues", "sent", "sent kpps", "captured", "capt kpps", "src dropped",
+            "missing", "loss %", "rx CPU ns/pkt", "rx+softirq ns/pkt", "drop-free kpps", "note"]
+    table = []
+    for r in rows:
+        if r["section"] == "sender":
+            table.append(["sender alone", str(r["queues"]), fmt(r["sent"]),
+                          fmt(r["sent_pps"] / 1e3, "%.1f"), "-", "-", "-", "-", "-", "-", "-", "-",
+                          r["note"]])
+    for r in rows:
+        if r["section"] != "measure":
+            continue
+        if r["status"] != "ok":
+            table.append([r["receiver"], str(r["queues"])] + ["-"] * 10 +
+                         ["%s: %s" % (r["status"], r["note"])])
+            continue
+        table.append([r["receiver"], str(r["queues"]), fmt(r["sent"]), fmt(r["sent_pps"] / 1e3, "%.1f"),
+                      fmt(r["captured"]), fmt(r["captured_pps"] / 1e3, "%.1f"), fmt(r["src_dropped"]),
+                      fmt(r["missing"]), fmt(100 * r["loss"], "%.2f"), fmt(r["ns_rx"]),
+                      fmt(r["ns_total"]),
+                      fmt(r["drop_free_pps"] / 1e3 if r.get("drop_free_pps") else None, "%.1f"),
+                      r["note"]])
+
+    def get(name, key):
+        r = meas.get(name)
+        return r.get(key) if r and r["status"] == "ok" else None
+
+    pcap_best = max([v for v in (get("pcapsrc immediate", "drop_free_pps"),
+                                 get("pcapsrc buffered", "drop_free_pps")) if v] or [None],
+                    key=lambda v: v or 0)
+    ratios = [
+        ("CPU/packet, receiver only: afxdpsrc queues=1 / pcapsrc immediate",
+         ratio(get("afxdpsrc queues=1", "ns_rx"), get("pcapsrc immediate", "ns_rx"))),
+        ("CPU/packet, receiver + softirq: afxdpsrc queues=1 / pcapsrc immediate",
+         ratio(get("afxdpsrc queues=1", "ns_total"), get("pcapsrc immediate", "ns_total"))),
+        ("CPU/packet, receiver only: afxdpsrc queues=1 / pcapsrc buffered",
+         ratio(get("afxdpsrc queues=1", "ns_rx"), get("pcapsrc buffered", "ns_rx"))),
+        ("drop-free rate: afxdpsrc queues=1 / pcapsrc best",
+         ratio(get("afxdpsrc queues=1", "drop_free_pps"), pcap_best)),
+    ]
+    for q in args.queues:
+        if q == 1:
+            continue
+        n = "afxdpsrc queues=%d" % q
+        ratios.append(("drop-free rate: afxdpsrc %d queues / 1 queue" % q,
+                       ratio(get(n, "drop_free_pps"), get("afxdpsrc queues=1", "drop_free_pps"))))
+        ratios.append(("captured at top speed: afxdpsrc %d queues / 1 queue" % q,
+                       ratio(get(n, "captured_pps"), get("afxdpsrc queues=1", "captured_pps"))))
+        ratios.append(("CPU/packet, receiver + softirq: afxdpsrc %d queues / 1 queue" % q,
+                       ratio(get(n, "ns_total"), get("afxdpsrc queues=1", "ns_total"))))
+
+    widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head[:-1])]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  note"]
+    for t in table:
+        lines.append("  ".join(c.rjust(w) if i > 1 else c.ljust(w)
+                               for i, (c, w) in enumerate(zip(t[:-1], widths))) + "  " + t[-1])
+    print("\n".join(lines))
+    print()
+    for what, v in ratios:
+        print("%-75s %s" % (what, fmt(v, "%.2f") if v is not None else "n/a"))
+    sys.stdout.flush()
+
+    uname = platform.uname()
+    cpu_model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu_model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    md = ["# Live capture: pcapsrc and afxdpsrc on a veth pair", "",
+          "- **date**: %s" % datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+          "- **machine**: %s, %d cores (%s), kernel %s" % (uname.node, os.cpu_count() or 0,
+                                                           cpu_model, uname.release),
+          "- **command**: `%s`" % quote([sys.argv[0]] + sys.argv[1:]),
+          "- **senders**: %d tcpreplay on core(s) %s; receivers from core 0; "
+          "%d-packet capture of 60-byte UDP frames; %g s at top speed, %g s a step, %d steps"
+          % (len(bench.sender_cores), ",".join(map(str, bench.sender_cores)), args.packets,
+             args.duration, args.step_duration, args.steps),
+          "- **pipeline**: `... ! %sfakesink`" % ("gpupacketproc mode=cpu ! " if args.proc else ""),
+          "",
+          "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    md += ["| " + " | ".join(t) + " |" for t in table]
+    md += ["", "| ratio | value |", "|---|---|"]
+    md += ["| %s | %s |" % (w, fmt(v, "%.2f") if v is not None else "n/a") for w, v in ratios]
+    md += ["", "How to read it:", "",
+           "- *sent*: the senders' own count (tcpreplay's `Actual:`); *sender alone* is their "
+           "rate with nothing capturing (the kernel drops the frames): where a receiver's sent "
+           "rate is near it, the sender, not the receiver, is the limit.",
+           "- *src dropped*: the source's own count (pcapsrc: dropped + if-dropped; afxdpsrc: "
+           "rx-dropped + rx-ring-full + rx-fill-ring-empty); *missing*: sent - captured (also "
+           "what the kernel dropped before the socket, e.g. a full backlog); loss = the larger of "
+           "the two over sent.",
+           "- *rx CPU ns/pkt*: user + system time of the receiving process (/proc/PID/stat, all "
+           "its threads) over the run, a captured packet. *rx+softirq*: plus the machine's "
+           "softirq time (/proc/stat) over the run. On veth the receive softirq runs on the "
+           "sender's core and the figure includes the sender's own transmit softirq too: it "
+           "bounds the kernel's part from above.",
+           "- *drop-free kpps*: the highest rate the senders achieved (tcpreplay --pps, split "
+           "over the senders) with loss <= 0.1%, bisected on a log scale; bounded by the sender's "
+           "top speed and by the steps tried.",
+           "", "Commands:", ""]
+    seen = set()
+    for what, cmd in bench.commands:
+        if (what, cmd) in seen:
+            continue
+        seen.add((what, cmd))
+        md.append("- %s: `%s`" % (what, cmd))
+    if bench.failed:
+        md += ["", "## Errors", ""] + ["- " + f for f in bench.failed]
+    with open(os.path.join(bench.out, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+
+    keys = ["section", "receiver", "queues", "target_pps", "sent", "seconds", "sent_pps",
+            "captured", "captured_pps", "src_dropped", "missing", "loss", "rx_cpu_s", "softirq_s",
+            "sender_cpu_s", "ns_rx", "ns_total", "drop_free_pps", "status", "value", "note"]
+    with open(os.path.join(bench.out, "report.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(keys)
+        for r in rows:
+            w.writerow(["" if r.get(k) is None else (("%.6g" % r[k]) if isinstance(r[k], float)
+                                                      else r[k]) for k in keys])
+        for what, v in ratios:
+            w.writerow(["ratio", what] + [""] * (len(keys) - 5) +
+                       ["ok" if v is not None else "n/a", "" if v is None else "%.4g" % v, ""])
+    print("\nreport: %s" % os.path.join(bench.out, "report.md"))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", type=float, default=None,
+                   help="seconds of each top-speed run (default 5; --quick 1)")
+    p.add_argument("--packets", type=int, default=65536,
+                   help="packets in the replayed capture (looped for the duration)")
+    p.add_argument("--quick", action="store_true",
+                   help="seconds-long runs and 2 bisection steps (a smoke run)")
+    p.add_argument("--queues", default="1,2,4",
+                   help="afxdpsrc queue counts, comma-separated (default 1,2,4)")
+    p.add_argument("--senders", type=int, default=0,
+                   help="tcpreplay processes (default: the cores left by the largest receiver)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="bisection steps of the drop-free search (default 6; --quick 2)")
+    p.add_argument("--proc", action="store_true", help="... ! gpupacketproc mode=cpu ! fakesink")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="run afxdpsrc queue counts that leave no core for the sender")
+    p.add_argument("--build", default=os.path.join(SOURCE, "build"),
+                   help="the build folder (its gst-plugin/ when GST_PLUGIN_PATH_1_0 is unset)")
+    p.add_argument("--out", help="where report.md and report.csv go (default: a temp folder)")
+    args = p.parse_args()
+    try:
+        args.queues = sorted({int(q) for q in args.queues.split(",")})
+        if not args.queues or min(args.queues) < 1:
+            raise ValueError
+    except ValueError:
+        p.error("--queues: a comma-separated list of counts >= 1")
+    if args.duration is None:
+        args.duration = 1.0 if args.quick else 5.0
+    if args.steps is None:
+        args.steps = 2 if args.quick else 6
+    args.step_duration = max(1.0, args.duration / 2 if not args.quick else 1.0)
+    if args.duration < 1 or args.packets < 1 or args.steps < 0 or args.senders < 0:
+        p.error("--duration >= 1, --packets >= 1, --steps >= 0, --senders >= 0")
+
+    if os.geteuid() != 0:
+        skip("needs root (network namespaces, veth, AF_XDP)")
+    for tool in ("ip", "tcpreplay", "taskset", "gst-launch-1.0", "gst-inspect-1.0"):
+        if not shutil.which(tool):
+            skip("no %s on PATH" % tool)
+    os.environ.setdefault("GST_PLUGIN_PATH_1_0", os.path.join(args.build, "gst-plugin"))
+    for element in ("pcapsrc", "afxdpsrc") + (("gpupacketproc",) if args.proc else ()):
+        r = subprocess.run(["gst-inspect-1.0", element], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        if r.returncode != 0:
+            skip("gst-inspect-1.0 finds no %s (GST_PLUGIN_PATH_1_0=%s)" %
+                 (element, os.environ["GST_PLUGIN_PATH_1_0"]))
+
+    out = args.out or tempfile.mkdtemp(prefix="live-capture-bench-")
+    os.makedirs(out, exist_ok=True)
+    bench = Bench(args)
+    bench.out = out
+    bench.gst_launch = shutil.which("gst-launch-1.0")
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        bench.run()
+    except KeyboardInterrupt:
+        bench.cleanup()
+        sys.exit(130)
+    finally:
+        bench.cleanup()
+        try:
+            os.unlink(os.path.join(out, "udp64.pcap"))
+        except OSError:
+            pass
+    report(bench, args)
+    if bench.failed:
+        sys.stderr.write("failed: %s\n" % "; ".join(bench.failed))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
