@@ -128,6 +128,10 @@ std::string why_open_failed(const XdpSettings &s, uint32_t queue, int err, const
     why = "Not enough locked memory for the UMEM of queue " + std::to_string(queue) + " on " +
           dev + ": raise the memlock limit (ulimit -l) or lower frame-count or frame-size";
     break;
+  case ERANGE:
+    why = "The MTU of " + dev + " (or, on a veth, of its peer) is too large for native XDP "
+          "(veth: about 3500 bytes at most): lower it, or use xdp-mode=generic";
+    break;
   case EOPNOTSUPP:
     why = std::string("The driver of ") + dev + " does not support " +
           (s.attach_mode == XdpAttachMode::Native ? "native (driver) XDP: use xdp-mode=auto "

@@ -112,6 +112,8 @@ public:
   std::string error() const;
   bool zero_copy() const { return zero_copy_; }
   bool native() const { return native_; }
+  // Whether the threads deliver (start() since the last pause()).
+  bool running() const { return running_.load(); }
   const std::vector<uint32_t> &queues() const { return queue_ids_; }
   std::vector<XdpQueueStats> stats() const;
   uint64_t discarded() const { return discarded_.load(); }

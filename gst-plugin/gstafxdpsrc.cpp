@@ -144,7 +144,6 @@ struct GstAfXdpSrcState
 {
   GppBatchRecycler recycler;    /* batches' memory where downstream offers none */
   std::unique_ptr<gpp::capture::XdpCapture> capture;
-  bool capturing = false;       /* the queues' threads receive (PLAYING) */
   std::chrono::steady_clock::time_point next_message;
 };
 
@@ -415,19 +414,18 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
     const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
     GST_OBJECT_UNLOCK (self);
     st->capture->set_batch_limits (batch_size, timeout_ns);
-    if (!st->capturing) {
-      /* The allocator downstream is known from here on. */
+    if (!st->capture->running ()) {
+      /* First in PLAYING, or again after a pause (which change_state may
+       * have made while this thread was pushing): the allocator downstream
+       * is known from here on. */
       st->capture->start ();
-      st->capturing = true;
     }
     gst_af_xdp_src_maybe_post_stats (self);
     gpp::capture::XdpBatch batch;
     switch (st->capture->take (&batch, TAKE_WAIT_NS)) {
       case Take::Timeout:
-        if (!base->live_running) {
+        if (!base->live_running)
           st->capture->pause ();
-          st->capturing = false;
-        }
         continue;
       case Take::Interrupted:
         return GST_FLOW_FLUSHING;

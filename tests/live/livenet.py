@@ -9,9 +9,12 @@ the rx namespace (`ip netns exec`, which also mounts that namespace's /sys,
 where libpcap reads interface counters) and removes both namespaces at the
 end.  Where any of that is impossible it exits 77 (skip).
 """
+import errno
 import os
+import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -19,7 +22,11 @@ import threading
 import time
 
 SKIP = 77
-MTU = 65535
+MTU = 65535  # of both veth ends; run(mtu=) sets another
+# The largest MTU native XDP accepts on a veth is a page less headroom and
+# skb overhead (3506 with 4 KiB pages): AF_XDP tests use a little less.
+XDP_MTU = 3500
+AF_XDP = 44
 TX_IF, RX_IF = "gpptx", "gpprx"
 ETH_HLEN, VLAN_HLEN = 14, 4
 LINKTYPE_ETHERNET = 1
@@ -34,11 +41,14 @@ def _ip(*args, check=True):
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
 
-def _set_up_pair(tx_ns, rx_ns):
+def _set_up_pair(tx_ns, rx_ns, queues):
     _ip("netns", "add", tx_ns)
     _ip("netns", "add", rx_ns)
-    _ip("link", "add", TX_IF, "netns", tx_ns, "type", "veth", "peer", "name", RX_IF,
-        "netns", rx_ns)
+    # With several queues a veth hands each packet to the peer's receive
+    # queue of the transmit queue the sender's flow hash chose.
+    q = ["numtxqueues", str(queues), "numrxqueues", str(queues)] if queues > 1 else []
+    _ip("link", "add", TX_IF, "netns", tx_ns, *q, "type", "veth", "peer", "name", RX_IF,
+        "netns", rx_ns, *q)
     for ns, ifname in ((tx_ns, TX_IF), (rx_ns, RX_IF)):
         subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw",
                         "net.ipv6.conf.all.disable_ipv6=1",
@@ -47,8 +57,23 @@ def _set_up_pair(tx_ns, rx_ns):
         _ip("-n", ns, "link", "set", ifname, "mtu", str(MTU), "up")
 
 
-def run(main):
-    """Entry point of a test script (see the module doc)."""
+def require_af_xdp():
+    """Exits 77 where this kernel or this process cannot open AF_XDP sockets."""
+    try:
+        socket.socket(AF_XDP, socket.SOCK_RAW).close()
+    except OSError as e:
+        if e.errno in (errno.EAFNOSUPPORT, errno.EPERM, errno.EACCES):
+            skip(f"AF_XDP sockets are not available here: {e.strerror}")
+        raise
+
+
+def run(main, mtu=None, queues=1, af_xdp=False):
+    """Entry point of a test script (see the module doc): the veth pair has
+    `queues` receive and transmit queues on each end and MTU `mtu` (default
+    MTU); af_xdp: skip where AF_XDP sockets cannot be opened."""
+    global MTU
+    if mtu:
+        MTU = mtu
     sys.stdout.reconfigure(line_buffering=True)
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
         sys.exit(main(sys.argv[2], sys.argv[3:]))
@@ -57,13 +82,15 @@ def run(main):
     for tool in ("ip", "tcpreplay"):
         if not shutil.which(tool):
             skip(f"{tool} is not installed (scripts/install-deps.sh installs it)")
+    if af_xdp:
+        require_af_xdp()
     tag = f"gpp{os.getpid()}"
     tx_ns, rx_ns = f"{tag}-tx", f"{tag}-rx"
     # meson's timeout sends SIGTERM: leave through the cleanup below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         try:
-            _set_up_pair(tx_ns, rx_ns)
+            _set_up_pair(tx_ns, rx_ns, queues)
         except subprocess.CalledProcessError as e:
             skip(f"cannot create network namespaces and a veth pair: {e.stderr or e}")
         env = dict(os.environ)
@@ -84,10 +111,12 @@ def tool_env():
     return env
 
 
-def replay(tx_ns, path, *options):
-    """Sends a capture into the tx end; returns (sent, failed) packet counts."""
-    proc = subprocess.run(["ip", "netns", "exec", tx_ns, "tcpreplay", "-i", TX_IF, *options,
-                           path], capture_output=True, text=True, env=tool_env())
+def replay(tx_ns, path, *options, cpu=None):
+    """Sends a capture into the tx end; returns (sent, failed) packet counts.
+    cpu: run tcpreplay on that CPU only."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    proc = subprocess.run(["ip", "netns", "exec", tx_ns, *pin, "tcpreplay", "-i", TX_IF,
+                           *options, path], capture_output=True, text=True, env=tool_env())
     if proc.returncode != 0:
         raise RuntimeError(f"tcpreplay {path}: {proc.stderr.strip()}")
     counts = {}
@@ -96,6 +125,17 @@ def replay(tx_ns, path, *options):
             if line.strip().startswith(key):
                 counts[key] = int(line.split(":")[1])
     return counts["Successful packets:"], counts["Failed packets:"]
+
+
+def xdp_attached(ifname):
+    """What `ip -d link show` says of an XDP program on an interface of this
+    namespace: "" where none is attached."""
+    out = subprocess.run(["ip", "-d", "link", "show", "dev", ifname], capture_output=True,
+                         text=True, check=True, env=tool_env()).stdout
+    lines = out.splitlines()
+    found = [w for w in (lines[0].split() if lines else []) if re.fullmatch(r"xdp\w*", w)]
+    found += [line.strip() for line in lines if line.strip().startswith("prog/xdp")]
+    return "; ".join(found)
 
 
 def veth_counter(ns, ifname, name):
@@ -224,6 +264,27 @@ def wait_bus(pipeline, Gst, accept, timeout):
         if accept(msg):
             return msg
     return None
+
+
+def offline_rows(Gst, path, out_csv):
+    """The CSV records of `pcapsrc location=PATH ! gpupacketproc mode=cpu`."""
+    import csv
+    pipeline = Gst.parse_launch(
+        f'pcapsrc location="{path}" ! gpupacketproc mode=cpu ! '
+        f'packetresultenc format=csv ! filesink location="{out_csv}"')
+    pipeline.set_state(Gst.State.PLAYING)
+    try:
+        if not wait_bus(pipeline, Gst, lambda m: m.type == Gst.MessageType.EOS, 60):
+            raise RuntimeError(f"offline processing of {path} did not finish")
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+    with open(out_csv, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def compared(row):
+    """A result row less what differs live: the packet number and timestamp."""
+    return {k: v for k, v in row.items() if k not in ("packet", "timestamp")}
 
 
 def init_gst():

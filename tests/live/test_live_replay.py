@@ -45,22 +45,8 @@ PACKETS_PER_SECOND = 20000
 CHUNK_PACKETS = 1000
 
 
-def offline_rows(Gst, path, out_csv):
-    pipeline = Gst.parse_launch(
-        f'pcapsrc location="{path}" ! gpupacketproc mode=cpu ! '
-        f'packetresultenc format=csv ! filesink location="{out_csv}"')
-    pipeline.set_state(Gst.State.PLAYING)
-    try:
-        if not livenet.wait_bus(pipeline, Gst, lambda m: m.type == Gst.MessageType.EOS, 60):
-            raise RuntimeError(f"offline processing of {path} did not finish")
-    finally:
-        pipeline.set_state(Gst.State.NULL)
-    with open(out_csv, newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def compared(row):
-    return {k: v for k, v in row.items() if k not in ("packet", "timestamp")}
+offline_rows = livenet.offline_rows
+compared = livenet.compared
 
 
 def main(tx_ns, args):
