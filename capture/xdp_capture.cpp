@@ -86,6 +86,23 @@ bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 //   return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 // (a queue without a socket in the map passes its frames to the stack).
 // Eight instructions, so no BPF compiler is needed to build it.
+constexpr char kProgramName[] = "gpp_xsk_redirect";
+
+// Whether the program attached to `ifindex` is another capture's redirect
+// program (another afxdpsrc on the same interface).
+bool attached_is_ours(int ifindex) {
+  uint32_t id = 0;
+  if (bpf_xdp_query_id(ifindex, 0, &id) != 0 || !id) return false;
+  const int fd = bpf_prog_get_fd_by_id(id);
+  if (fd < 0) return false;
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  const bool ours = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+                    strncmp(info.name, kProgramName, sizeof info.name) == 0;
+  close(fd);
+  return ours;
+}
+
 int load_redirect_program(int map_fd) {
   const bpf_insn insns[] = {
       // r2 = ctx->rx_queue_index (struct xdp_md, offset 16)
@@ -98,7 +115,7 @@ int load_redirect_program(int map_fd) {
       {BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_redirect_map},
       {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
   };
-  return bpf_prog_load(BPF_PROG_TYPE_XDP, "gpp_xsk_redirect", "Dual BSD/GPL", insns,
+  return bpf_prog_load(BPF_PROG_TYPE_XDP, kProgramName, "Dual BSD/GPL", insns,
                        sizeof insns / sizeof insns[0], nullptr);
 }
 
@@ -344,7 +361,10 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
       break;
     }
     if (-rc == EBUSY || -rc == EEXIST) {
-      *error = why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
+      *error = attached_is_ours(ifindex)
+                   ? "Another afxdpsrc already captures on " + dev + ": one afxdpsrc per "
+                     "interface, given every queue it should capture (queues=)"
+                   : why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
       return nullptr;
     }
     if (at + 1 < attach.size()) {

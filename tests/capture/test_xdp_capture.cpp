@@ -212,7 +212,7 @@ TEST(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
       std::string busy;
       EXPECT_EQ(XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &busy, &warning),
                 nullptr);
-      EXPECT_NE(busy.find("Another XDP program is attached to \"lo\""), std::string::npos) << busy;
+      EXPECT_NE(busy.find("Another afxdpsrc already captures on \"lo\""), std::string::npos) << busy;
 
       // Before start(): what arrives is dropped, counted.
       send_datagrams(9999, 0, 10);
