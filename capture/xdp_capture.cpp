@@ -86,7 +86,7 @@ bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 //   return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 // (a queue without a socket in the map passes its frames to the stack).
 // Eight instructions, so no BPF compiler is needed to build it.
-constexpr char kProgramName[] = "gpp_xsk_redirect";
+constexpr char kProgramName[] = "gpp_xsk_redir"; // BPF names hold 15 characters
 
 // Whether the program attached to `ifindex` is another capture's redirect
 // program (another afxdpsrc on the same interface).
