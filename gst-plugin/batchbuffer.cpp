@@ -136,3 +136,42 @@ gpp_src_alloc_batch_recycled (GstBaseSrc * src, gsize size, GstMapInfo * map,
         ("Could not allocate a %" G_GSIZE_FORMAT "-byte packet batch.", size), (NULL));
   return buf;
 }
+
+GppMappedBatch *
+gpp_mapped_batch_new (GstBaseSrc * src, gsize size, GppBatchRecycler * recycler)
+{
+  auto *mapped = new GppMappedBatch ();
+  mapped->buffer = gpp_src_alloc_batch_recycled (src, size, &mapped->map, recycler);
+  if (!mapped->buffer) {
+    delete mapped;
+    return nullptr;
+  }
+  return mapped;
+}
+
+GstBuffer *
+gpp_mapped_batch_finish (void *handle)
+{
+  auto *mapped = static_cast<GppMappedBatch *> (handle);
+  GstBuffer *buffer = mapped->buffer;
+  gst_buffer_unmap (buffer, &mapped->map);
+  delete mapped;
+  return buffer;
+}
+
+void
+gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, guint64 last_ns)
+{
+  GstClock *clock = gst_element_get_clock (src);
+  if (!clock)
+    return;
+  const GstClockTime base_time = gst_element_get_base_time (src);
+  const GstClockTime now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  const guint64 wall = gpp_capture_clock_ns ();
+  const guint64 age = wall > first_ns ? wall - first_ns : 0;
+  const GstClockTime running = now > base_time ? now - base_time : 0;
+  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
+  /* Timestamps from different CPUs may be slightly out of ring order. */
+  GST_BUFFER_DURATION (buf) = last_ns > first_ns ? last_ns - first_ns : 0;
+}

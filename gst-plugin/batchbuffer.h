@@ -40,3 +40,25 @@ private:
  * allocator of its own. */
 GstBuffer *gpp_src_alloc_batch_recycled (GstBaseSrc * src, gsize size, GstMapInfo * map,
     GppBatchRecycler * recycler);
+
+/* A batch buffer that a source's own thread (a capture file's reader, an
+ * AF_XDP queue) writes while mapped: the handle travels with the batch. */
+struct GppMappedBatch
+{
+  GstBuffer *buffer;
+  GstMapInfo map;
+};
+
+/* A `size`-byte batch from downstream's allocator or `recycler`, mapped for
+ * writing; NULL (an element error posted) when none could be had. */
+GppMappedBatch *gpp_mapped_batch_new (GstBaseSrc * src, gsize size, GppBatchRecycler * recycler);
+
+/* Unmaps the batch behind `handle` (a GppMappedBatch), frees the handle and
+ * returns the buffer. */
+GstBuffer *gpp_mapped_batch_finish (void *handle);
+
+/* A live batch's PTS: the running time at which its first packet was
+ * captured (`first_ns`, wall clock), i.e. now on the pipeline clock less the
+ * packet's age; its duration reaches `last_ns`. */
+void gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns,
+    guint64 last_ns);

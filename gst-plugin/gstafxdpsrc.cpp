@@ -123,23 +123,6 @@ enum
   PROP_STATS,
 };
 
-/* A batch's buffer, mapped while a queue's thread writes it. */
-struct GstAfXdpSrcMappedBatch
-{
-  GstBuffer *buffer;
-  GstMapInfo map;
-};
-
-static GstBuffer *
-gst_af_xdp_src_unmap_batch (void *memory)
-{
-  auto *mapped = static_cast<GstAfXdpSrcMappedBatch *> (memory);
-  GstBuffer *buffer = mapped->buffer;
-  gst_buffer_unmap (buffer, &mapped->map);
-  delete mapped;
-  return buffer;
-}
-
 struct GstAfXdpSrcState
 {
   GppBatchRecycler recycler;    /* batches' memory where downstream offers none */
@@ -280,17 +263,12 @@ gst_af_xdp_src_start_body (GstBaseSrc * base)
   auto *state = new GstAfXdpSrcState ();
   GppBatchRecycler *recycler = &state->recycler;
   auto allocate =[base, recycler] (size_t size, void **memory) -> uint8_t * {
-    auto *mapped = new GstAfXdpSrcMappedBatch ();
-    mapped->buffer = gpp_src_alloc_batch_recycled (base, size, &mapped->map, recycler);
-    if (!mapped->buffer) {
-      delete mapped;
-      return nullptr;
-    }
+    GppMappedBatch *mapped = gpp_mapped_batch_new (base, size, recycler);
     *memory = mapped;
-    return mapped->map.data;
+    return mapped ? mapped->map.data : nullptr;
   };
   auto discard =[](void *memory) {
-    gst_buffer_unref (gst_af_xdp_src_unmap_batch (memory));
+    gst_buffer_unref (gpp_mapped_batch_finish (memory));
   };
   state->capture = gpp::capture::XdpCapture::open (settings, allocate, discard, &error,
       &warning);
@@ -376,24 +354,6 @@ gst_af_xdp_src_query (GstBaseSrc * base, GstQuery * query)
   return GST_BASE_SRC_CLASS (parent_class)->query (base, query);
 }
 
-/* The running time at which the batch's first packet was captured. */
-static void
-gst_af_xdp_src_timestamp (GstAfXdpSrc * self, GstBuffer * buf,
-    const gpp::capture::XdpBatch & batch)
-{
-  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-  if (!clock)
-    return;
-  const GstClockTime base_time = gst_element_get_base_time (GST_ELEMENT (self));
-  const GstClockTime now = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  const guint64 wall = gpp_capture_clock_ns ();
-  const guint64 age = wall > batch.first_capture_ns ? wall - batch.first_capture_ns : 0;
-  const GstClockTime running = now > base_time ? now - base_time : 0;
-  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
-  GST_BUFFER_DURATION (buf) = batch.last_capture_ns - batch.first_capture_ns;
-}
-
 static GstFlowReturn
 gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
 {
@@ -436,10 +396,11 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
       case Take::Batch:
         break;
     }
-    GstBuffer *buf = gst_af_xdp_src_unmap_batch (batch.memory);
+    GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
     GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
     GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
-    gst_af_xdp_src_timestamp (self, buf, batch);
+    gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
+        batch.last_capture_ns);
     GST_LOG_OBJECT (self, "batch of %u packets from queue %u", batch.packets, batch.queue);
     {
       std::lock_guard<std::mutex> guard (self->stats->lock);

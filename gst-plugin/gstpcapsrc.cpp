@@ -637,23 +637,6 @@ gst_pcap_src_end_with_read_error (GstPcapSrc * self)
   return GST_FLOW_FLUSHING;
 }
 
-/* A batch's buffer, mapped while the producer's thread writes it. */
-struct GstPcapSrcMappedBatch
-{
-  GstBuffer *buffer;
-  GstMapInfo map;
-};
-
-static GstBuffer *
-gst_pcap_src_unmap_batch (void *memory)
-{
-  auto *mapped = static_cast<GstPcapSrcMappedBatch *> (memory);
-  GstBuffer *buffer = mapped->buffer;
-  gst_buffer_unmap (buffer, &mapped->map);
-  delete mapped;
-  return buffer;
-}
-
 /* The producer that reads the file ahead, its batches written into buffers
  * from the allocator downstream proposed (gpupacketproc's pinned pool). */
 static void
@@ -668,17 +651,12 @@ gst_pcap_src_make_producer (GstPcapSrc * self, GstPcapSrcState * state)
   GstPcapSrcStats *stats = self->stats;
   GppBatchRecycler *recycler = &state->recycler;
   auto allocate =[base, recycler] (size_t size, void **memory) -> uint8_t * {
-    auto *mapped = new GstPcapSrcMappedBatch ();
-    mapped->buffer = gpp_src_alloc_batch_recycled (base, size, &mapped->map, recycler);
-    if (!mapped->buffer) {
-      delete mapped;
-      return nullptr;
-    }
+    GppMappedBatch *mapped = gpp_mapped_batch_new (base, size, recycler);
     *memory = mapped;
-    return mapped->map.data;
+    return mapped ? mapped->map.data : nullptr;
   };
   auto discard =[stats] (const gpp::capture::ProducedBatch & batch) {
-    gst_buffer_unref (gst_pcap_src_unmap_batch (batch.memory));
+    gst_buffer_unref (gpp_mapped_batch_finish (batch.memory));
     std::lock_guard<std::mutex> guard (stats->lock);
     stats->discarded += batch.packets;
   };
@@ -723,7 +701,7 @@ gst_pcap_src_create_from_file (GstPcapSrc * self, GstBuffer ** out)
     case ProducedBatch::Kind::Batch:
       break;
   }
-  GstBuffer *buf = gst_pcap_src_unmap_batch (batch.memory);
+  GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
   st->packets_read = batch.last_record;
   GST_BUFFER_OFFSET (buf) = batch.first_record;
   GST_BUFFER_OFFSET_END (buf) = batch.last_record;
@@ -869,26 +847,6 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
   return GST_FLOW_OK;
 }
 
-/* The running time at which the first packet of the batch was captured:
- * now on the pipeline clock, less the packet's age on the wall clock. */
-static void
-gst_pcap_src_timestamp_live (GstPcapSrc * self, GstBuffer * buf)
-{
-  GstPcapSrcState *st = self->state;
-  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
-  if (!clock)
-    return;
-  const GstClockTime base_time = gst_element_get_base_time (GST_ELEMENT (self));
-  const GstClockTime now = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  const guint64 wall = gpp_capture_clock_ns ();
-  const guint64 age = wall > st->first_ts ? wall - st->first_ts : 0;
-  const GstClockTime running = now > base_time ? now - base_time : 0;
-  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
-  /* Timestamps from different CPUs may be slightly out of ring order. */
-  GST_BUFFER_DURATION (buf) = st->last_ts > st->first_ts ? st->last_ts - st->first_ts : 0;
-}
-
 static void
 gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *, const u_char *)
 {
@@ -953,7 +911,7 @@ gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
   GST_BUFFER_OFFSET_END (buf) = st->packets_read;
-  gst_pcap_src_timestamp_live (self, buf);
+  gpp_src_timestamp_live (GST_ELEMENT (self), buf, st->first_ts, st->last_ts);
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes",
       st->builder.packet_count (), st->builder.size ());
   {
