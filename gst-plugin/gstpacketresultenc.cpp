@@ -4,8 +4,8 @@
  *
  * Turns `application/x-packet-results` buffers into text, one line per
  * packet: CSV with a header row (`text/csv`) or JSON Lines
- * (`application/x-ndjson`).  The column names are a stable contract; README
- * lists them with their meaning.  In JSON Lines an empty CSV field is `null`
+ * (`application/x-ndjson`).  The column names are a stable contract;
+ * docs/result-fields.md lists them with their meaning.  In JSON Lines an empty CSV field is `null`
  * and `vlan` is an array.  `community_id` is each packet's Community ID
  * (v1, seed `community-id-seed`).  Flow records (gpupacketproc's flows pad)
  * are written the same ways, with Zeek conn.log's column names.

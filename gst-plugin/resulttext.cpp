@@ -15,7 +15,7 @@ constexpr uint64_t kNsPerSecond = 1000000000ull;
 constexpr char kHexDigits[] = "0123456789abcdef";
 
 // The column contract: names in output order.  write_line() below writes
-// the values in the same order; README documents both lists.
+// the values in the same order; docs/result-fields.md and docs/flows.md document both lists.
 constexpr const char *kResultColumns[] = {
     "packet",        "ethertype",   "vlan",        "ip_version",  "src",
     "dst",           "l4_proto",    "sport",       "dport",       "frag_offset",

@@ -3,8 +3,8 @@
 // written straight into memory with hand-written digit loops and
 // std::to_chars (no printf: with it a CSV row took 1,420 ns of a core on a
 // 2-core VM, without it 500, most of that the Community ID's SHA-1).  The column contract (names, order, empty and null rules) lives
-// in resulttext.cpp's tables; README's "Result fields" table and its
-// "Flows" section document the same lists.
+// in resulttext.cpp's tables; docs/result-fields.md and docs/flows.md
+// document the same lists.
 //
 // TextEncoder spreads a buffer's records over a pool of threads, each
 // formatting a contiguous chunk into memory of its own, and then copies the
