@@ -41,8 +41,9 @@ constexpr uint32_t kRxBurst = 64;
 // Closed batches waiting for the consumer, per queue, before a queue's
 // thread waits (its RX ring then fills and the kernel counts the drops).
 constexpr size_t kReadyPerQueue = 4;
-// Longest nap while a batch fills (see run_queue).
+// Longest and shortest nap while a batch fills (see receive()).
 constexpr uint64_t kMaxNapNs = 200 * 1000;
+constexpr uint64_t kMinNapNs = 1000;
 // Longest wait without a deadline: the thread looks at its state again.
 constexpr uint64_t kIdleWaitNs = 100 * 1000 * 1000;
 // A queue still held by a socket closed a moment ago: tries, and the wait
@@ -85,7 +86,7 @@ bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 // The program that sends each receive queue's frames to its socket:
 //   return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 // (a queue without a socket in the map passes its frames to the stack).
-// Eight instructions, so no BPF compiler is needed to build it.
+// Six instructions, so no BPF compiler is needed to build it.
 constexpr char kProgramName[] = "gpp_xsk_redir"; // BPF names hold 15 characters
 
 // Whether the program attached to `ifindex` is another capture's redirect
@@ -256,7 +257,7 @@ struct XdpCapture::Queue {
   std::vector<Held> held; // the batch being built: its frames, still in the UMEM
   uint64_t held_bytes = 0;
   uint64_t start_ns = 0; // monotonic: when the batch being built got its first frame
-  uint64_t due_ns = 0;   // and when it must close
+  uint64_t epoch = 0;    // XdpCapture::epoch_ then: a pause since drops the batch
   uint32_t ring_size = 0;
   std::atomic<uint64_t> packets{0}, bytes{0};
   std::thread thread;
@@ -299,8 +300,15 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
                                              Discard discard, std::string *error,
                                              std::string *warning) {
   library_messages.clear();
-  libxdp_set_print(keep_libxdp);
-  libbpf_set_print(keep_libbpf);
+  // The process's own print functions come back when open() returns.
+  struct RestorePrint {
+    libxdp_print_fn_t xdp = libxdp_set_print(keep_libxdp);
+    libbpf_print_fn_t bpf = libbpf_set_print(keep_libbpf);
+    ~RestorePrint() {
+      libxdp_set_print(xdp);
+      libbpf_set_print(bpf);
+    }
+  } restore_print;
   const std::string dev = "\"" + s.interface + "\"";
   const int ifindex = s.interface.empty() ? 0 : static_cast<int>(if_nametoindex(s.interface.c_str()));
   if (!ifindex) {
@@ -308,9 +316,10 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     return nullptr;
   }
   if (!power_of_two(s.frame_size) || s.frame_size < 2048 || !power_of_two(s.frame_count) ||
-      !power_of_two(s.ring_size) || s.ring_size > s.frame_count / 2) {
+      !power_of_two(s.ring_size) || s.ring_size > s.frame_count / 4) {
+    // The fill ring takes 2 x ring-size frames; batches hold the rest.
     *error = "AF_XDP needs frame-size 2048 or a larger power of two, and frame-count and "
-             "ring-size powers of two with ring-size at most half of frame-count (got " +
+             "ring-size powers of two with ring-size at most a quarter of frame-count (got " +
              std::to_string(s.frame_size) + ", " + std::to_string(s.frame_count) + ", " +
              std::to_string(s.ring_size) + ")";
     return nullptr;
@@ -331,6 +340,7 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
   std::unique_ptr<XdpCapture> cap(
       new XdpCapture(std::move(allocate), std::move(discard), s.batch_capacity_bytes));
   cap->interface_ = s.interface;
+  cap->busy_poll_ = s.busy_poll;
   cap->ifindex_ = ifindex;
   cap->queue_ids_ = ids;
 
@@ -363,7 +373,9 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     if (-rc == EBUSY || -rc == EEXIST) {
       *error = attached_is_ours(ifindex)
                    ? "Another afxdpsrc already captures on " + dev + ": one afxdpsrc per "
-                     "interface, given every queue it should capture (queues=)"
+                     "interface, given every queue it should capture (queues=); if none "
+                     "runs, one ended without cleaning up: ip link set dev " + s.interface +
+                     " xdp off"
                    : why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
       return nullptr;
     }
@@ -520,6 +532,7 @@ void XdpCapture::pause() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     running_ = false;
+    ++epoch_; // a batch begun before the pause is never delivered
     changed_.notify_all(); // a thread waiting for room gives its batch up
   }
   wake_threads();
@@ -580,6 +593,7 @@ std::string XdpCapture::error() const {
 }
 
 void XdpCapture::fail(const std::string &why) {
+  failed_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_.empty()) error_ = why;
   changed_.notify_all();
@@ -655,9 +669,10 @@ void XdpCapture::deliver(Queue &q) {
 
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] {
-    return stopping_ || !running_ || ready_.size() < kReadyPerQueue * queues_.size();
+    return stopping_ || !running_ || q.epoch != epoch_ ||
+           ready_.size() < kReadyPerQueue * queues_.size();
   });
-  if (stopping_ || !running_) {
+  if (stopping_ || !running_ || q.epoch != epoch_) {
     lock.unlock();
     discarded_ += n;
     discard_(memory);
@@ -670,13 +685,32 @@ void XdpCapture::deliver(Queue &q) {
 }
 
 void XdpCapture::run_queue(Queue &q) {
+  // An exception here (an allocation) would end the process: it fails the
+  // capture instead, which the consumer reports.
+  try {
+    receive(q);
+  } catch (const std::exception &e) {
+    fail(std::string("queue ") + std::to_string(q.id) + ": " + e.what());
+  } catch (...) {
+    fail("queue " + std::to_string(q.id) + ": an unknown exception");
+  }
+  if (!q.held.empty()) {
+    discarded_ += q.held.size();
+    q.release_held();
+  }
+}
+
+void XdpCapture::receive(Queue &q) {
   const int fd = xsk_socket__fd(q.xsk);
   while (!stopping_) {
-    const bool running = running_;
-    if (!running && !q.held.empty()) {
+    // After a failure the queue only keeps its ring moving (frames dropped).
+    const bool running = running_ && !failed_;
+    if (!q.held.empty() && (!running || q.epoch != epoch_)) {
       discarded_ += q.held.size();
       q.release_held();
     }
+    // Preferred busy polling: this call runs the driver's receive processing.
+    if (busy_poll_) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     uint32_t idx;
     const uint32_t got = xsk_ring_cons__peek(&q.rx, kRxBurst, &idx);
     if (got) {
@@ -684,15 +718,14 @@ void XdpCapture::run_queue(Queue &q) {
       const uint32_t limit = batch_packets_;
       for (uint32_t i = 0; i < got; ++i) {
         const xdp_desc *d = xsk_ring_cons__rx_desc(&q.rx, idx + i);
-        const uint64_t frame = xsk_umem__extract_addr(d->addr) & ~uint64_t(q.frame_size - 1);
         if (!running) {
-          q.free_frames.push_back(frame);
+          q.free_frames.push_back(xsk_umem__extract_addr(d->addr) & ~uint64_t(q.frame_size - 1));
           ++discarded_;
           continue;
         }
         if (q.held.empty()) {
           q.start_ns = monotonic_ns();
-          q.due_ns = q.start_ns + batch_timeout_ns_;
+          q.epoch = epoch_;
         }
         // The frame's data starts at its offset: keep that address.
         q.held.push_back({xsk_umem__add_offset_to_addr(d->addr), d->len, now});
@@ -705,34 +738,40 @@ void XdpCapture::run_queue(Queue &q) {
       xsk_ring_cons__release(&q.rx, got);
       q.refill();
       // A zero-copy driver that ran out of fill entries waits to be kicked.
-      if (xsk_ring_prod__needs_wakeup(&q.fill)) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+      if (!busy_poll_ && xsk_ring_prod__needs_wakeup(&q.fill))
+        recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     }
-    if (!q.held.empty() && monotonic_ns() >= q.due_ns) deliver(q);
-    if (got == kRxBurst) continue;
-    // Wait for frames, the batch deadline, or a wake-up.  With a batch
-    // begun, waking for each frame costs more than the frames (a wake-up
-    // every few packets): the thread naps until the batch could be full at
-    // the rate its frames came so far, or its deadline, and the RX ring
-    // holds what comes meanwhile (a nap never lasts long enough to fill half
-    // the ring at that rate, nor more than kMaxNapNs).
+    // The limits are read here, so a change applies to the batch being built.
+    const uint64_t due_ns = q.start_ns + batch_timeout_ns_;
+    if (!q.held.empty() && (q.held.size() >= batch_packets_ || monotonic_ns() >= due_ns))
+      deliver(q);
+    if (got == kRxBurst || (got && busy_poll_)) continue;
+    // Wait for frames, the batch deadline, or a wake-up.  With a batch begun
+    // and frames coming fast, waking for each few of them costs more than
+    // the frames: the thread then naps (waits for a wake-up only) until the
+    // batch could be full at the rate its frames came so far, and the RX
+    // ring holds what comes meanwhile (a nap never lasts long enough to fill
+    // half the ring at that rate, nor more than kMaxNapNs).  A trickle waits
+    // for its next frame as an empty queue does, up to the deadline.
     uint64_t wait_ns = kIdleWaitNs;
     bool nap = false;
     if (!q.held.empty()) {
       const uint64_t mono = monotonic_ns();
-      wait_ns = q.due_ns > mono ? q.due_ns - mono : 0;
+      wait_ns = due_ns > mono ? due_ns - mono : 0;
       if (!wait_ns) continue;
       const uint64_t held = q.held.size(), limit = batch_packets_;
       const uint64_t spent = mono > q.start_ns ? mono - q.start_ns : 1;
       const uint64_t room = std::min<uint64_t>(limit > held ? limit - held : 1, q.ring_size / 2);
-      // ns per frame so far, times the frames there is room for
-      const uint64_t fill_ns = spent / held * room;
-      wait_ns = std::min({wait_ns, fill_ns, kMaxNapNs});
-      nap = true;
+      const uint64_t fill_ns = spent / held * room; // ns a frame so far, times the room left
+      if (fill_ns < std::min(wait_ns, kMaxNapNs)) {
+        wait_ns = std::max<uint64_t>(fill_ns, kMinNapNs);
+        nap = true;
+      }
     }
     if (got && !nap) continue; // more may have come meanwhile: look again before sleeping
+    if (busy_poll_ && !q.held.empty()) continue; // busy polling keeps driving the NIC
     pollfd fds[2] = {{fd, POLLIN, 0}, {q.wake_fd, POLLIN, 0}};
     const timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
-    // A nap waits for a wake-up or its end, not for frames.
     const int rc = nap ? ppoll(fds + 1, 1, &ts, nullptr) : ppoll(fds, 2, &ts, nullptr);
     if (rc < 0 && errno != EINTR) {
       fail(std::string("waiting for packets on queue ") + std::to_string(q.id) + ": " +
@@ -744,10 +783,6 @@ void XdpCapture::run_queue(Queue &q) {
       if (read(q.wake_fd, &drained, sizeof drained) < 0) {
       } // EAGAIN: another wake-up took it
     }
-  }
-  if (!q.held.empty()) {
-    discarded_ += q.held.size();
-    q.release_held();
   }
 }
 

@@ -32,9 +32,10 @@ struct XdpSettings {
   XdpCopyMode copy_mode = XdpCopyMode::Auto;
   XdpAttachMode attach_mode = XdpAttachMode::Auto;
   bool busy_poll = false;       // SO_PREFER_BUSY_POLL: the thread drives the NIC's NAPI
-  uint32_t frame_count = 4096;  // UMEM frames per queue (a power of two)
+  uint32_t frame_count = 8192;  // UMEM frames per queue (a power of two)
   uint32_t frame_size = 4096;   // bytes per frame: the longest packet captured whole
-  uint32_t ring_size = 2048;    // RX and fill ring entries (a power of two)
+  uint32_t ring_size = 2048;    // RX ring entries (a power of two, at most frame_count / 4;
+                                // the fill ring has twice as many)
   uint32_t batch_capacity_bytes = 16u << 20; // memory asked for each batch
 };
 
@@ -106,7 +107,7 @@ public:
   void resume();
   // Ends a take() waiting now with Timeout (the consumer's state changed).
   void poke();
-  // Drops the queued batches (a flush), counted as discarded.
+  // Drops the queued batches (a flush, a restart), counted as discarded.
   void drop_queued();
 
   std::string error() const;
@@ -123,6 +124,7 @@ public:
 private:
   XdpCapture(Allocate allocate, Discard discard, uint32_t capacity);
   void run_queue(Queue &q);
+  void receive(Queue &q);
   void deliver(Queue &q);
   void fail(const std::string &why);
   void wake_threads();
@@ -139,7 +141,9 @@ private:
   uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
   std::atomic<uint32_t> batch_packets_{256};
   std::atomic<uint64_t> batch_timeout_ns_{1000000};
-  std::atomic<bool> running_{false}, stopping_{false};
+  std::atomic<bool> running_{false}, stopping_{false}, failed_{false};
+  std::atomic<uint64_t> epoch_{0}; // counts pauses: a batch begun before one is dropped
+  bool busy_poll_ = false;
   std::atomic<uint64_t> discarded_{0};
   int wake_fd_ = -1; // eventfd: start/pause/stop end the threads' waits
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -97,8 +98,8 @@ TEST(XdpCaptureOpen, ErrorsNameTheFix) {
   EXPECT_NE(open_error(s).find("frame-size"), std::string::npos);
   s = XdpSettings{};
   s.interface = "lo";
-  s.ring_size = s.frame_count;
-  EXPECT_NE(open_error(s).find("ring-size at most half of frame-count"), std::string::npos);
+  s.ring_size = s.frame_count / 2;
+  EXPECT_NE(open_error(s).find("ring-size at most a quarter of frame-count"), std::string::npos);
   s = XdpSettings{};
   s.interface = "lo";
   const uint32_t have = gpp::capture::interface_rx_queues("lo");
@@ -244,6 +245,32 @@ TEST(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
       ASSERT_EQ(stats.size(), 1u);
       EXPECT_GE(stats[0].packets, 340u);
       EXPECT_EQ(stats[0].rx_invalid_descs, 0u);
+
+      // New limits apply to the batch being built: a batch begun under a 5 s
+      // timeout leaves soon after the timeout drops to 1 ms, and one held
+      // under 256 packets as soon as the size drops below what it holds.
+      for (const bool by_size : {false, true}) {
+        cap->set_batch_limits(256, 5000000000ull);
+        send_datagrams(9999, 4000, 10);
+        EXPECT_EQ(cap->take(&b, 300000000), XdpCapture::Take::Timeout);
+        const auto changed = std::chrono::steady_clock::now();
+        cap->set_batch_limits(by_size ? 4 : 256, by_size ? 5000000000ull : 1000000);
+        ASSERT_EQ(cap->take(&b, 2000000000), XdpCapture::Take::Batch) << by_size;
+        EXPECT_LT(std::chrono::steady_clock::now() - changed, std::chrono::milliseconds(500));
+        EXPECT_EQ(b.packets, 10u);
+        next_number += b.packets;
+        delete[] static_cast<uint8_t *>(b.memory);
+        --live;
+      }
+      // A pause drops the batch being built, even when start() follows at
+      // once (before the queue's thread looked).
+      cap->set_batch_limits(256, 5000000000ull);
+      send_datagrams(9999, 5000, 7);
+      usleep(100000);
+      cap->pause();
+      cap->start();
+      cap->set_batch_limits(256, 1000000);
+      EXPECT_EQ(cap->take(&b, 300000000), XdpCapture::Take::Timeout);
 
       // interrupt() ends a take at once, resume() lets it wait again.
       cap->interrupt();
