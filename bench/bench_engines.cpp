@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -43,19 +44,23 @@ private:
 // Any mode: gpp::make_engine's engines, the element's.
 class EngineRunner final : public Runner {
 public:
-  explicit EngineRunner(std::unique_ptr<gpp::Engine> e) : engine_(std::move(e)) {}
+  explicit EngineRunner(std::unique_ptr<gpp::Engine> e)
+      : engine_(std::move(e)), timing_(gpp::device_timing(*engine_)) {}
   unsigned slots() const override { return engine_->slots(); }
   bool submit(const Batch &b, const gpp::CoreConfig &cfg, GppResult *results,
               std::string *error) override {
     return engine_->submit(b.data, b.bytes, b.count, cfg, results, error);
   }
   bool wait_oldest(std::string *error) override { return engine_->wait_oldest(error); }
-  uint32_t last_device_ns() const override { return engine_->last_device_ns(); }
-  gpp::DevicePhases last_device_phases() const override { return engine_->last_device_phases(); }
+  uint32_t last_device_ns() const override { return timing_ ? timing_->last_device_ns() : 0; }
+  gpp::DevicePhases last_device_phases() const override {
+    return timing_ ? timing_->last_device_phases() : gpp::DevicePhases{};
+  }
   bool writes_records() const override { return engine_->writes_records(); }
 
 private:
   std::unique_ptr<gpp::Engine> engine_;
+  const gpp::DeviceTiming *timing_; // nullptr: the engine keeps none
 };
 
 bool same_results(const GppResult *out, const std::vector<GppResult> &ref, uint32_t count) {
@@ -76,17 +81,21 @@ std::unique_ptr<gpp::HostArena> make_arena(bool cpu_only, int device, size_t byt
 }
 
 std::vector<EngineSpec> engine_specs(bool cpu_only) {
-  std::vector<EngineSpec> specs = {
-      {"cpu-1", gpp::Mode::Cpu, 1, 0},
-      {"cpu-all", gpp::Mode::Cpu, 0, 0},
-      {"streams", gpp::Mode::Streams, 0, 0},
-      {"zerocopy", gpp::Mode::ZeroCopy, 0, 0},
-      {"graph", gpp::Mode::Graph, 0, 0},
-      {"persistent", gpp::Mode::Persistent, 0, 0},
-      {"persistent-1blk", gpp::Mode::Persistent, 0, 1},
-  };
-  if (cpu_only) specs.resize(2);
+  std::vector<EngineSpec> specs;
+  for (const gpp::ModeInfo &m : gpp::kModes) {
+    if (m.mode == gpp::Mode::Cpu) {
+      specs.push_back({std::string(m.name) + "-1", m.mode, 1, 0});
+      specs.push_back({std::string(m.name) + "-all", m.mode, 0, 0});
+    } else if (!cpu_only) {
+      specs.push_back({m.name, m.mode, 0, 0});
+      if (m.mode == gpp::Mode::Persistent) specs.push_back({std::string(m.name) + "-1blk", m.mode, 0, 1});
+    }
+  }
   return specs;
+}
+
+void print_modes(FILE *f) {
+  for (const gpp::ModeInfo &m : gpp::kModes) std::fprintf(f, "%s\n", m.name);
 }
 
 std::unique_ptr<Runner> make_runner(const EngineSpec &spec, int device, unsigned num_streams,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include <gpupacket/packet-result.h>
 
 #include "bench_common.h"
+#include "device_timing.h"
 #include "engine.h"
 
 namespace gppbench {
@@ -48,9 +50,10 @@ public:
   virtual bool submit(const Batch &b, const gpp::CoreConfig &cfg, GppResult *results,
                       std::string *error) = 0;
   virtual bool wait_oldest(std::string *error) = 0;
-  // Engine::last_device_ns of the batch wait_oldest() last returned.
+  // DeviceTiming::last_device_ns of the batch wait_oldest() last returned
+  // (0 where the engine keeps no DeviceTiming).
   virtual uint32_t last_device_ns() const { return 0; }
-  // Engine::last_device_phases of that batch.
+  // DeviceTiming::last_device_phases of that batch.
   virtual gpp::DevicePhases last_device_phases() const { return {}; }
   // Engine::writes_records: whether results are there to check.
   virtual bool writes_records() const { return true; }
@@ -63,9 +66,14 @@ struct EngineSpec {
   unsigned persistent_blocks = 0; // persistent: 0 = one per SM
 };
 
-// cpu-1, cpu-all, streams, zerocopy, graph, persistent, persistent-1blk
-// (only the first two with cpu_only).
+// One engine a mode of the product's table (gpp::kModes), in its order, with
+// cpu as cpu-1 and cpu-all and persistent also as persistent-1blk: cpu-1,
+// cpu-all, streams, zerocopy, graph, persistent, persistent-1blk (only the
+// cpu ones with cpu_only).
 std::vector<EngineSpec> engine_specs(bool cpu_only);
+
+// The modes of gpp::kModes, one name a line (--list-modes: for scripts).
+void print_modes(FILE *f);
 
 // records: EngineSettings::records_to_host.
 std::unique_ptr<Runner> make_runner(const EngineSpec &spec, int device, unsigned num_streams,
@@ -85,8 +93,8 @@ struct ThroughputResult {
 
 struct LatencyResult {
   LatencyStats stats;
-  LatencyStats device; // GPU-side part (Engine::last_device_ns), persistent only; n = 0 elsewhere
-  LatencyStats phases[std::tuple_size<gpp::DevicePhases>::value]; // Engine::last_device_phases, persistent only
+  LatencyStats device; // GPU-side part (DeviceTiming::last_device_ns), persistent only; n = 0 elsewhere
+  LatencyStats phases[std::tuple_size<gpp::DevicePhases>::value]; // DeviceTiming::last_device_phases, persistent only
   uint64_t parity_checked = 0, parity_failed = 0;
   std::string error;
 };

@@ -261,11 +261,11 @@ int main(int argc, char **argv) {
     const char *name;
     gpp::Mode mode;
   };
-  const Point points[] = {{"streams", gpp::Mode::Streams},
-                          {"zerocopy", gpp::Mode::ZeroCopy},
-                          {"graph", gpp::Mode::Graph},
-                          {"persistent", gpp::Mode::Persistent},
-                          {"cpu (cpu-threads=0)", gpp::Mode::Cpu}};
+  // The GPU modes of the product's table (gpp::kModes) in its order, then cpu.
+  std::vector<Point> points;
+  for (const gpp::ModeInfo &m : gpp::kModes)
+    if (gpp::is_gpu_mode(m.mode)) points.push_back({m.name, m.mode});
+  points.push_back({"cpu (cpu-threads=0)", gpp::Mode::Cpu});
   std::vector<Row> rows;
   bool failed = false;
   for (const Point &p : points) {
@@ -332,7 +332,8 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "flows only: %s\n", error.c_str());
     failed = true;
   }
-  for (const Point &p : {points[0], points[1], points[2]}) {
+  for (const Point &p : points) {
+    if (!gpp::mode_can_keep_records(p.mode)) continue;
     for (const uint32_t batch : {kBatch, kLargeBatch}) {
       const Ring &r = batch == kBatch ? ring : large;
       if (r.batches.empty()) continue;

@@ -45,8 +45,17 @@
 
 namespace {
 
+// One engine a mode of the product's table (gpupacket-bench's names,
+// engine_specs): cpu-1, cpu-all, then the GPU modes.
+std::vector<std::string> mode_engines() {
+  std::vector<std::string> out;
+  for (const gppbench::EngineSpec &e : gppbench::engine_specs(false))
+    if (!e.persistent_blocks) out.push_back(e.name);
+  return out;
+}
+
 struct Options {
-  std::vector<std::string> engines = {"cpu-1", "cpu-all", "streams", "zerocopy", "graph", "persistent"};
+  std::vector<std::string> engines = mode_engines();
   double seconds = 1.0;
   uint32_t batch_size = 4096;
   int device = 0;
@@ -265,18 +274,24 @@ int main(int argc, char **argv) {
     else if (a == "--acl-rules") o.acl_rules = argv[++i];
     else if (a == "--dpi-patterns") o.dpi_patterns = argv[++i];
     else if (a == "--dpi-select") usage_ok = gpp::dpi_select_from_name(argv[++i], &o.dpi_select);
-    else if (a.rfind("--", 0) != 0 && o.file.empty()) o.file = a;
+    else if (a == "--list-modes") {
+      gppbench::print_modes(stdout);
+      return 0;
+    } else if (a.rfind("--", 0) != 0 && o.file.empty()) o.file = a;
     else usage_ok = false;
   }
   bool known = usage_ok && !o.engines.empty();
   for (const std::string &e : o.engines)
     known = known && find_engine(e) && (!has_rules_suffix(e) || !o.acl_rules.empty() || !o.dpi_patterns.empty());
   if (o.file.empty() || !known || o.batch_size < 1 || o.batch_size > 65536 || !(o.seconds >= 0)) {
+    std::string engines;
+    for (const std::string &e : mode_engines()) engines += (engines.empty() ? "" : ",") + e;
     std::fprintf(stderr,
-                 "usage: %s [--engines cpu-1,cpu-all,streams,zerocopy,graph,persistent] [--seconds S] "
+                 "usage: %s [--engines %s] [--seconds S] "
                  "[--batch-size N] [--device D] [--acl-rules FILE] [--dpi-patterns PATH] "
-                 "[--dpi-select all|fast-pattern] FILE\n",
-                 argv[0]);
+                 "[--dpi-select all|fast-pattern] FILE\n"
+                 "       %s --list-modes   (the engine's modes, one a line)\n",
+                 argv[0], engines.c_str(), argv[0]);
     return 2;
   }
   const std::string gpu_why = gpp::gpu_unavailable_reason(o.device);

@@ -44,10 +44,22 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
-GPU_MODES = ("streams", "zerocopy", "graph", "persistent")
+# The GPU modes of the product's table (gpu/engine.h kModes), in its order:
+# gpupacket-pcap-engines --list-modes, read in main().
+GPU_MODES = ()
 # The classification workload of the DPI comparison (gpupacket-cpu-peers' acl1+et2024).
 ACL_RULES = "acl/classbench_acl1_10k.rules"
 DPI_PATTERNS = "dpi/et_open_2024"
+
+
+def gpu_modes(build):
+    tool = os.path.join(build, "bench", "gpupacket-pcap-engines")
+    try:
+        out = subprocess.run([tool, "--list-modes"], stdout=subprocess.PIPE, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit("%s --list-modes: %s (ninja -C %s)" % (tool, e, build))
+    return tuple(m for m in out.split() if m != "cpu")
 
 
 def log(text):
@@ -805,6 +817,8 @@ def main():
     ap.add_argument("--no-peers", action="store_true", help="gpupacket's figures and dd only")
     ap.add_argument("--cpu-only", action="store_true", help="leave the GPU modes out, GPU or not")
     a = ap.parse_args()
+    global GPU_MODES
+    GPU_MODES = gpu_modes(a.build)
     if a.quick:
         a.packets, a.tool_packets, a.tshark_packets = 20000, 20000, 5000
         a.engine_seconds, a.peer_ms = 0.2, 20

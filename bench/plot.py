@@ -59,9 +59,25 @@ def grid(rows, metric):
     return out
 
 
-def mode_order(modes):
-    preferred = ["cpu-1", "cpu-all", "streams", "zerocopy", "graph", "persistent", "persistent-1blk"]
-    return [m for m in preferred if m in modes] + sorted(m for m in modes if m not in preferred)
+def engine_order(rows):
+    """The engines in the order the bench writes each grid point's rows: its
+    engine list, which follows the product's table of modes (gpu/engine.h
+    kModes), then the cpu-Nx1 column.  An engine first seen in a point goes
+    right after the one before it there."""
+    order, last = [], {}
+    for r in rows:
+        if r["section"] != "B" or r["item"] != "grid":
+            continue
+        point, engine = (r["profile"], r["workload"], r["batch_packets"]), r["mode"]
+        if engine not in order:
+            before = last.get(point)
+            order.insert(order.index(before) + 1 if before in order else 0, engine)
+        last[point] = engine
+    return order
+
+
+def mode_order(modes, order):
+    return [m for m in order if m in modes] + sorted(m for m in modes if m not in order)
 
 
 def plot_grid(rows, outdir, kind):
@@ -72,6 +88,7 @@ def plot_grid(rows, outdir, kind):
         series = {"mpps": grid(rows, "mpps")}
         ylabel = "throughput (Mpps)"
     main = next(iter(series.values()))
+    order = engine_order(rows)
     workloads = []
     for (w, _, _) in main:
         if w not in workloads:
@@ -89,7 +106,7 @@ def plot_grid(rows, outdir, kind):
         for ax in axes.flat[len(profiles):]:
             ax.set_visible(False)
         for ax, p in zip(axes.flat, profiles):
-            modes = mode_order({k[2] for k in main if k[0] == w and k[1] == p})
+            modes = mode_order({k[2] for k in main if k[0] == w and k[1] == p}, order)
             for i, m in enumerate(modes):
                 color = "C%d" % (i % 10)
                 for name, style in (("p50", "-"), ("p99", "--"), ("mpps", "-")):

@@ -7,7 +7,6 @@
 // boundary (the kernels load 16 bytes at a time); HostArena buffers are.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -17,10 +16,6 @@
 #include "packet_core.h"
 
 namespace gpp {
-
-// A batch's GPU time by phase (Engine::last_device_phases), in this order.
-constexpr const char *kDevicePhaseNames[] = {"woken", "staged", "classified", "written"};
-using DevicePhases = std::array<uint32_t, sizeof(kDevicePhaseNames) / sizeof(kDevicePhaseNames[0])>;
 
 class FlowStore; // flow_meter.h
 
@@ -204,14 +199,7 @@ public:
   virtual int flow_device() const { return -1; }
   // Safe to call from any thread.
   virtual GpuCounters counters() const = 0;
-  // GPU-side time of the batch wait_oldest() last returned, in ns, where the
-  // device measures it (persistent: from the kernel seeing the job to its
-  // answer); 0 elsewhere.  The rest of a batch's latency is the host and PCIe.
-  virtual uint32_t last_device_ns() const { return 0; }
-  // Where that time went (persistent: the latest block's end of each phase
-  // of kDevicePhaseNames, ns after the kernel saw the job); all 0 elsewhere.
-  // Diagnostics for the bench.
-  virtual DevicePhases last_device_phases() const { return {}; }
+  // What the device measures of a batch (diagnostics): device_timing.h.
 };
 
 // Why GPU modes cannot run here, or "" when a device is usable.

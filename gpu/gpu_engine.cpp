@@ -12,6 +12,7 @@
 
 #include "cuda_util.h"
 #include "device_flow_store.h"
+#include "device_timing.h"
 #include "engine.h"
 #include "first_fit_arena.h"
 #include "packet_kernels.h"
@@ -318,7 +319,7 @@ private:
 
 // ---- persistent ---------------------------------------------------------
 
-class PersistentEngine final : public Engine {
+class PersistentEngine final : public Engine, public DeviceTiming {
 public:
   // A batch takes microseconds to milliseconds; far longer means the kernel hangs.
   static constexpr std::chrono::seconds kAnswerTimeout{10};
@@ -440,7 +441,7 @@ public:
     last_device_ns_.store(control()->jobs[ticket % slots_].answer.device_ns,
                           std::memory_order_relaxed);
     static_assert(kPersistentPhases == std::tuple_size<DevicePhases>::value,
-                  "PersistentPhases are Engine::last_device_phases");
+                  "PersistentPhases are DeviceTiming::last_device_phases");
     for (int k = 0; k < kPersistentPhases; ++k)
       last_phases_[k].store(control()->jobs[ticket % slots_].phases.ns[k], std::memory_order_relaxed);
     if (job_error != kPersistentOk) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "batch_builder.h"
+#include "device_timing.h"
 #include "worker_pool.h"
 
 namespace gpp {
@@ -30,7 +31,7 @@ struct Shard {
   std::unique_ptr<Engine> engine;
 };
 
-class ShardedEngine final : public Engine {
+class ShardedEngine final : public Engine, public DeviceTiming {
 public:
   // The split on up to kSplitThreads cores, the merge (beside the next
   // batch's split) on up to half as many: their workers poll between
@@ -287,17 +288,21 @@ public:
     return true;
   }
 
-  // The GPU time of the batch just waited for: its slowest share's.
+  // The GPU time of the batch just waited for: its slowest share's (0
+  // where the shares' engines keep no DeviceTiming).
   uint32_t last_device_ns() const override {
     uint32_t most = 0;
-    for (const auto &s : shards_) most = std::max(most, s->engine->last_device_ns());
+    for (const auto &s : shards_)
+      if (const DeviceTiming *t = device_timing(*s->engine)) most = std::max(most, t->last_device_ns());
     return most;
   }
   // Its phases: each the latest over the shares, as within one engine.
   DevicePhases last_device_phases() const override {
     DevicePhases latest{};
     for (const auto &s : shards_) {
-      const DevicePhases p = s->engine->last_device_phases();
+      const DeviceTiming *t = device_timing(*s->engine);
+      if (!t) continue;
+      const DevicePhases p = t->last_device_phases();
       for (size_t k = 0; k < latest.size(); ++k) latest[k] = std::max(latest[k], p[k]);
     }
     return latest;
