@@ -1,7 +1,7 @@
 // gpupacket-acl-probes: how many tuple probes a packet needs, on the CPU, for
 // the bench's realistic 64-byte ACL traffic.  The GPU's ACL stage probes every
 // tuple of every packet (acl_block.cuh: one (packet, tuple) probe a thread),
-// so its rate follows probes a packet (BENCHMARKS.md, fifth session).  This
+// so its rate follows probes a packet (BENCHMARKS.md, What bounds each figure).  This
 // counts what cut-offs would leave: a tuple whose smallest rule index is not
 // below the best match found so far cannot hold the first match.
 //
