@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -40,8 +41,15 @@ inline bool cuda_ok(cudaError_t e, const char *what, std::string *error) {
 }
 
 // Teardown never throws; at process exit the runtime may already be gone
-// (cudaErrorCudartUnloading), which is fine to ignore.
-inline void cuda_release(cudaError_t) {}
+// (cudaErrorCudartUnloading), which is fine to ignore.  Any other failure
+// (a lost device, a sticky kernel fault) is reported on stderr: this library
+// has no log of its own, and a teardown error hidden here would surface
+// later as a mystery.
+inline void cuda_release(cudaError_t e) noexcept {
+  if (e == cudaSuccess || e == cudaErrorCudartUnloading) return;
+  std::fprintf(stderr, "gpupacket: CUDA teardown failed: %s (%s)\n", cudaGetErrorName(e),
+               cudaGetErrorString(e));
+}
 
 // Move-only owner of a cudaStream_t.
 class Stream {

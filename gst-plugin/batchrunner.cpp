@@ -64,7 +64,7 @@ guint64
 GppBatchRunner::live_capture_ns (const uint8_t * batch) const
 {
   const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  return upstream_live > 0 && header->packet_count ? gpp_batch_descs (batch)[0].timestamp_ns : 0;
+  return upstream_live_ > 0 && header->packet_count ? gpp_batch_descs (batch)[0].timestamp_ns : 0;
 }
 
 /* Counts a finished batch into the stats, just before its results are
@@ -88,7 +88,29 @@ bool
 GppBatchRunner::settle_before_error ()
 {
   drain ();
-  return results.last_flow () != GST_FLOW_ERROR;
+  return results_.last_flow () != GST_FLOW_ERROR;
+}
+
+bool
+GppBatchRunner::start (const GppStartSettings & settings)
+{
+  if (settings.flows)
+    flows_.start (settings.flow);
+  return open_pools (settings.mode, settings.pool_device, settings.pool_size_mib,
+      settings.pool_kind) && switch_engine (settings.mode, settings.engine);
+}
+
+void
+GppBatchRunner::learn_liveness (GstPad * sinkpad)
+{
+  if (upstream_live_ >= 0)
+    return;
+  GstQuery *query = gst_query_new_latency ();
+  gboolean live = FALSE;
+  if (gst_pad_peer_query (sinkpad, query))
+    gst_query_parse_latency (query, &live, NULL, NULL);
+  gst_query_unref (query);
+  upstream_live_ = live;
 }
 
 bool
@@ -96,7 +118,7 @@ GppBatchRunner::open_pools (gpp::Mode mode, int device, guint pool_size_mib,
     gpp::HostMemoryKind kind)
 {
   std::string why;
-  switch (dispatch.pools.open (device, (size_t) pool_size_mib << 20, kind, &why)) {
+  switch (dispatch_.pools.open (device, (size_t) pool_size_mib << 20, kind, &why)) {
     case GppPinnedPools::Open::Refused:
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
               why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
@@ -104,7 +126,7 @@ GppBatchRunner::open_pools (gpp::Mode mode, int device, guint pool_size_mib,
       return false;
     case GppPinnedPools::Open::Ok:
       GST_INFO_OBJECT (element_, "pinned pools: %zu bytes on device %d",
-          dispatch.pools.pinned_bytes (), device);
+          dispatch_.pools.pinned_bytes (), device);
       return true;
     case GppPinnedPools::Open::NoPool:
       break;
@@ -112,11 +134,11 @@ GppBatchRunner::open_pools (gpp::Mode mode, int device, guint pool_size_mib,
   if (mode != gpp::Mode::Cpu) {
     GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("mode=%s needs a CUDA GPU and its pinned "
             "memory pool, which are not available: %s", gpp::mode_name (mode),
-            dispatch.pools.no_pool_reason ().c_str ()), (NULL));
+            dispatch_.pools.no_pool_reason ().c_str ()), (NULL));
     return false;
   }
   GST_INFO_OBJECT (element_, "no pinned pool (%s): mode=cpu only",
-      dispatch.pools.no_pool_reason ().c_str ());
+      dispatch_.pools.no_pool_reason ().c_str ());
   return true;
 }
 
@@ -124,26 +146,26 @@ bool
 GppBatchRunner::switch_engine (gpp::Mode mode, const gpp::EngineSettings & settings)
 {
   std::string error;
-  if (!dispatch.switch_to (mode, settings, stats_, &error)) {
+  if (!dispatch_.switch_to (mode, settings, stats_, &error)) {
     GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
     return false;
   }
   /* The cpu engine's batches take far longer than a wake-up: the task sleeps. */
-  results.set_spin (gpp::is_gpu_mode (mode) && settings.wait == gpp::WaitStrategy::Spin);
+  results_.set_spin (gpp::is_gpu_mode (mode) && settings.wait == gpp::WaitStrategy::Spin);
   /* The flow table goes where this engine runs (and posts why if it cannot). */
-  if (!flows.place (dispatch.engine ()))
+  if (!flows_.place (dispatch_.engine ()))
     return false;
   GST_INFO_OBJECT (element_, "mode %s, %u slots", gpp::mode_name (mode),
-      dispatch.engine ()->slots ());
+      dispatch_.engine ()->slots ());
   return true;
 }
 
 GstFlowReturn
 GppBatchRunner::prepare (gpp::Mode mode, const gpp::EngineSettings & settings, bool low_latency)
 {
-  const bool engine_changed = dispatch.needs_switch (mode, settings);
+  const bool engine_changed = dispatch_.needs_switch (mode, settings);
   const bool inline_behind_queue = !engine_changed &&
-      (dispatch.engine ()->completes_inline () || low_latency) && results.outstanding () > 0;
+      (dispatch_.engine ()->completes_inline () || low_latency) && results_.outstanding () > 0;
   if (!engine_changed && !inline_behind_queue)
     return GST_FLOW_OK;
   if (!drain ())
@@ -157,9 +179,26 @@ void
 GppBatchRunner::idle_engine ()
 {
   std::string error;
-  if (!dispatch.idle (stats_, &error))
+  if (!dispatch_.idle (stats_, &error))
     GST_ELEMENT_ERROR (element_, RESOURCE, FAILED, ("Could not idle the GPU engine."),
         ("%s", error.c_str ()));
+}
+
+GstFlowReturn
+GppBatchRunner::process (PendingItem item, GppBatchSettings batch,
+    std::chrono::steady_clock::time_point entry)
+{
+  const GstFlowReturn ready = prepare (batch.mode, batch.engine, batch.low_latency);
+  if (ready != GST_FLOW_OK)
+    return ready;
+  /* The item holds the rule and pattern sets the batch's config points
+   * into until it is done. */
+  item.acl = std::move (batch.acl);
+  item.dpi = std::move (batch.dpi);
+  item.push_records = batch.push_records;
+  if (dispatch_.engine ()->completes_inline ())
+    return run_inline (item, batch.config, entry);
+  return submit (std::move (item), batch, entry);
 }
 
 GstFlowReturn
@@ -171,7 +210,7 @@ GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
   map_heap_results (item, count);
   auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
   std::string error;
-  gpp::Engine *engine = dispatch.engine ();
+  gpp::Engine *engine = dispatch_.engine ();
   auto mark = std::chrono::steady_clock::now ();
   if (!engine->submit (batch, item.batch_map.size, count, config, records, &error) ||
       !engine->wait_oldest (&error)) {
@@ -201,7 +240,7 @@ GstFlowReturn
 GppBatchRunner::flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
     std::chrono::steady_clock::time_point mark)
 {
-  GstFlowReturn flow = flows.add (records, count);
+  GstFlowReturn flow = flows_.add (records, count);
   if (flow == GST_FLOW_OK)
     flow = push_results (item);
   item.times.push = lap_ns (mark);
@@ -241,10 +280,10 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
   const gsize size = item.batch_map.size;
   GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
       gst_buffer_peek_memory (item.batch, 0) : NULL;
-  if (mem && gpp_pinned_allocator_owns (dispatch.pools.input (), mem) &&
+  if (mem && gpp_pinned_allocator_owns (dispatch_.pools.input (), mem) &&
       reinterpret_cast<uintptr_t> (data) % 16 == 0)
     return GST_FLOW_OK;
-  if (size > gpp_pinned_allocator_capacity (dispatch.pools.input ())) {
+  if (size > gpp_pinned_allocator_capacity (dispatch_.pools.input ())) {
     if (settle_before_error ())
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte "
               "batch does not fit the %u MiB pinned pool; raise pool-size or lower "
@@ -252,8 +291,8 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
     return GST_FLOW_ERROR;
   }
   auto mark = std::chrono::steady_clock::now ();
-  GstMemory *pinned = gpp_pinned_allocator_alloc_wait (dispatch.pools.input (), size,
-      results.flushing_flag ());
+  GstMemory *pinned = gpp_pinned_allocator_alloc_wait (dispatch_.pools.input (), size,
+      results_.flushing_flag ());
   item.times.pool_wait += lap_ns (mark);
   if (!pinned)
     return GST_FLOW_FLUSHING;
@@ -274,12 +313,12 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
 GstFlowReturn
 GppBatchRunner::map_results (PendingItem & item, guint pool_size_mib)
 {
-  if (!gpp::is_gpu_mode (dispatch.engine ()->mode ())) {
+  if (!gpp::is_gpu_mode (dispatch_.engine ()->mode ())) {
     map_heap_results (item, item.count);
     return GST_FLOW_OK;
   }
   const gsize results_size = (gsize) item.count * sizeof (GppResult);
-  if (results_size > gpp_pinned_allocator_capacity (dispatch.pools.results ())) {
+  if (results_size > gpp_pinned_allocator_capacity (dispatch_.pools.results ())) {
     if (settle_before_error ())
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet "
               "batch (%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise "
@@ -288,8 +327,8 @@ GppBatchRunner::map_results (PendingItem & item, guint pool_size_mib)
     return GST_FLOW_ERROR;
   }
   auto mark = std::chrono::steady_clock::now ();
-  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (dispatch.pools.results (),
-      results_size, results.flushing_flag ());
+  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (dispatch_.pools.results (),
+      results_size, results_.flushing_flag ());
   item.times.pool_wait += lap_ns (mark);
   if (!results_mem)
     return GST_FLOW_FLUSHING;
@@ -300,26 +339,27 @@ GppBatchRunner::map_results (PendingItem & item, guint pool_size_mib)
 }
 
 GstFlowReturn
-GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::Mode mode,
-    std::chrono::steady_clock::time_point entry, bool wait_here, guint pool_size_mib)
+GppBatchRunner::submit (PendingItem item, const GppBatchSettings & batch,
+    std::chrono::steady_clock::time_point entry)
 {
   const guint8 *data = item.batch_map.data;
+  const gpp::Mode mode = batch.mode;
   item.mode = mode;
   item.entry = entry;
   item.count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
   item.bytes = captured_bytes (data);
   item.first_capture_ns = live_capture_ns (data);
 
-  gpp::Engine *engine = dispatch.engine ();
+  gpp::Engine *engine = dispatch_.engine ();
   GstFlowReturn ready = gpp::is_gpu_mode (engine->mode ()) ?
-      stage_in_pool (item, pool_size_mib) : GST_FLOW_OK;
+      stage_in_pool (item, batch.pool_size_mib) : GST_FLOW_OK;
   if (ready == GST_FLOW_OK)
-    ready = map_results (item, pool_size_mib);
+    ready = map_results (item, batch.pool_size_mib);
   if (ready != GST_FLOW_OK)
     return ready;
 
   auto mark = std::chrono::steady_clock::now ();
-  if (!results.reserve (engine->slots ()))
+  if (!results_.reserve (engine->slots ()))
     return GST_FLOW_FLUSHING;
   item.times.slot_wait = lap_ns (mark);
   std::string error;
@@ -330,7 +370,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
    * leave first. */
   try {
     started = engine->submit (item.batch_map.data, item.batch_map.size, item.count,
-        config, reinterpret_cast<GppResult *> (item.results_map.data), &error);
+        batch.config, reinterpret_cast<GppResult *> (item.results_map.data), &error);
   } catch (const std::exception & e) {
     started = false;
     error = e.what ();
@@ -341,7 +381,7 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
   item.times.engine = lap_ns (mark);
   if (!started) {
     item.release ();
-    results.cancel_reservation ();
+    results_.cancel_reservation ();
     /* The batches before this one are pushed before the error is posted: an
      * application stops the pipeline when it hears of it.  A failure the
      * task has already posted (the same device loss) is not posted twice. */
@@ -353,29 +393,29 @@ GppBatchRunner::submit (PendingItem item, const gpp::CoreConfig & config, gpp::M
   item.records_written = engine->writes_records ();
   /* A table on the GPU: the batch counts itself there; flows that ended
    * before it go out now (a due sweep waits for this batch's update). */
-  const bool count_flows = flows.on_device ();
+  const bool count_flows = flows_.on_device ();
   const uint32_t packets = item.count;
   const uint64_t latest_ns = count_flows ? latest_packet_ns (item.batch_map.data) : 0;
   GstFlowReturn flow;
-  if (wait_here) {
+  if (batch.low_latency) {
     /* low-latency: nothing else is in flight (the chain drained the queue),
      * so this thread finishes the batch itself, in order, with no hop. */
     stats_.note_in_flight (1);
     try {
       flow = finish (item);
     } catch (...) {
-      results.done (GST_FLOW_ERROR);
+      results_.done (GST_FLOW_ERROR);
       throw;
     }
-    results.done (flow);
+    results_.done (flow);
   } else {
     guint in_flight;
     item.enqueued = mark;
-    flow = results.enqueue (std::move (item), &in_flight);
+    flow = results_.enqueue (std::move (item), &in_flight);
     stats_.note_in_flight (in_flight);
   }
   if (count_flows && flow == GST_FLOW_OK)
-    flow = flows.added (packets, latest_ns);
+    flow = flows_.added (packets, latest_ns);
   return flow;
 }
 
@@ -391,9 +431,9 @@ GppBatchRunner::finish (PendingItem & item)
         mark - item.enqueued).count ();
   std::string error;
   /* Also when flushing: the GPU owns the memory until the batch is done. */
-  const bool ok = dispatch.engine ()->wait_oldest (&error);
+  const bool ok = dispatch_.engine ()->wait_oldest (&error);
   item.times.engine += lap_ns (mark);
-  const bool failed_before = results.retire_slot ();
+  const bool failed_before = results_.retire_slot ();
   if (!ok || failed_before) {
     /* After a failed batch the stream has a hole: the batches behind it
      * are retired, not pushed, and only the first failure is posted. */
@@ -406,7 +446,7 @@ GppBatchRunner::finish (PendingItem & item)
   const auto *records = item.records_written ?
       reinterpret_cast<const GppResult *> (item.results_map.data) : nullptr;
   account (item.mode, records, item.count, item.bytes, item.entry, item.first_capture_ns);
-  if (results.flushing ()) {
+  if (results_.flushing ()) {
     item.release ();
     return GST_FLOW_OK;         /* the flush, not this batch, ends the stream */
   }
@@ -417,38 +457,56 @@ void
 GppBatchRunner::loop_once ()
 {
   PendingItem item;
-  if (!results.pop (item, [this] { gst_pad_pause_task (srcpad_); }))
+  if (!results_.pop (item, [this] { gst_pad_pause_task (srcpad_); }))
     return;
 
   GstFlowReturn flow = GST_FLOW_OK;
   if (item.event) {
     GstEvent *event = item.take_event ();
-    if (results.flushing ())
+    if (results_.flushing ())
       gst_event_unref (event);
     else
       gst_pad_push_event (srcpad_, event);
   } else {
     flow = finish (item);
   }
-  results.done (flow);
+  results_.done (flow);
 }
 
 bool
 GppBatchRunner::forward_serialized (GstEvent * event)
 {
-  if (results.enqueue_event_if_busy (event))
+  if (results_.enqueue_event_if_busy (event))
     return true;
   return gst_pad_push_event (srcpad_, event);
 }
 
 void
+GppBatchRunner::stop_flushing ()
+{
+  results_.stop_flushing ();
+  idle_engine ();
+  flows_.flushed ();
+  gap_sent_ = false;
+}
+
+GstStructure *
+GppBatchRunner::make_stats (GppLiveFigures & live)
+{
+  live.in_flight = results_.in_flight ();
+  GstStructure *stats = dispatch_.make_stats (live, stats_);
+  flows_.add_stats (stats);
+  return stats;
+}
+
+void
 GppBatchRunner::retire_all ()
 {
-  for (PendingItem item; results.take_front (item); item.release ()) {
+  for (PendingItem item; results_.take_front (item); item.release ()) {
     if (!item.event) {
       std::string ignored;
-      dispatch.engine ()->wait_oldest (&ignored);
+      dispatch_.engine ()->wait_oldest (&ignored);
     }
   }
-  dispatch.release (stats_);
+  dispatch_.release (stats_);
 }

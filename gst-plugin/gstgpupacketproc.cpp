@@ -59,9 +59,7 @@
 #include "noexcept.h"
 #include "readyonly.h"
 
-#include <cstdarg>
 #include <chrono>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
@@ -69,88 +67,15 @@
 
 #include "acl_rules.h"
 #include "batchrunner.h"
-#include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "engine.h"
 #include "gpupacket/packet-batch.h"
 #include "gpupacket/packet-result.h"
-#include "latencywindow.h"
 #include "procsettings.h"
 #include "procstats.h"
-#include "sharded_engine.h"
 
 GST_DEBUG_CATEGORY (gst_gpu_packet_proc_debug); /* batchrunner.cpp logs to it too */
 #define GST_CAT_DEFAULT gst_gpu_packet_proc_debug
-
-#define DEFAULT_MODE GST_GPU_PACKET_PROC_MODE_CPU
-#define DEFAULT_SYMMETRIC_RSS FALSE
-#define DEFAULT_VERIFY_L4_CHECKSUM FALSE
-#define DEFAULT_CPU_THREADS 1
-#define MAX_CPU_THREADS 1024
-#define DEFAULT_DEVICE_ID (gpp::EngineSettings {}.device_id)
-#define DEFAULT_DEVICE_IDS NULL
-#define DEFAULT_NUM_STREAMS gpp::kDefaultNumStreams
-#define MAX_NUM_STREAMS gpp::kMaxNumStreams
-#define DEFAULT_POOL_SIZE gpp::kDefaultPoolSizeMib
-#define MAX_POOL_SIZE (64 * 1024)
-#define DEFAULT_POOL_MEMORY GST_GPU_PACKET_PROC_MEMORY_DEFAULT
-#define DEFAULT_PERSISTENT_BLOCKS (gpp::EngineSettings {}.persistent_blocks)
-#define DEFAULT_WAIT ((GstGpuPacketProcWait) gpp::EngineSettings {}.wait)
-#define DEFAULT_LOW_LATENCY FALSE
-#define DEFAULT_PACKET_RECORDS TRUE
-#define DEFAULT_FLOWS FALSE
-#define DEFAULT_FLOW_IDLE_TIMEOUT gpp::kDefaultFlowIdleTimeoutS
-#define DEFAULT_FLOW_ACTIVE_TIMEOUT gpp::kDefaultFlowActiveTimeoutS
-#define DEFAULT_FLOW_MAX gpp::kDefaultMaxFlows
-#define DEFAULT_COMMUNITY_ID_SEED gpp::kDefaultCommunityIdSeed
-#define DEFAULT_ACL_RULES NULL
-#define DEFAULT_DPI_PATTERNS NULL
-#define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
-#define DEFAULT_DPI_SELECT GST_GPU_PACKET_PROC_DPI_SELECT_ALL
-static_assert ((int) GST_GPU_PACKET_PROC_DPI_SELECT_ALL == (int) gpp::DpiSelect::All &&
-    (int) GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN == (int) gpp::DpiSelect::FastPattern,
-    "dpi-select values are gpp::DpiSelect's");
-/* Properties whose values the engine takes by a cast. */
-static_assert ((int) GST_GPU_PACKET_PROC_WAIT_SPIN == (int) gpp::WaitStrategy::Spin &&
-    (int) GST_GPU_PACKET_PROC_WAIT_YIELD == (int) gpp::WaitStrategy::Yield &&
-    (int) GST_GPU_PACKET_PROC_WAIT_BLOCK == (int) gpp::WaitStrategy::Block,
-    "wait-strategy values are gpp::WaitStrategy's");
-static_assert ((int) GST_GPU_PACKET_PROC_MEMORY_DEFAULT == (int) gpp::HostMemoryKind::Default &&
-    (int) GST_GPU_PACKET_PROC_MEMORY_WRITE_COMBINED == (int) gpp::HostMemoryKind::WriteCombined &&
-    (int) GST_GPU_PACKET_PROC_MEMORY_MAPPED == (int) gpp::HostMemoryKind::Mapped,
-    "pool-memory values are gpp::HostMemoryKind's");
-static_assert ((int) GST_GPU_PACKET_PROC_ACTION_ALLOW == GPP_ACL_ALLOW &&
-    (int) GST_GPU_PACKET_PROC_ACTION_DROP == GPP_ACL_DROP,
-    "default-action values are the records' GPP_ACL_* actions");
-
-enum
-{
-  PROP_0,
-  PROP_MODE,
-  PROP_RSS_KEY,
-  PROP_SYMMETRIC_RSS,
-  PROP_VERIFY_L4_CHECKSUM,
-  PROP_CPU_THREADS,
-  PROP_DEVICE_ID,
-  PROP_DEVICE_IDS,
-  PROP_NUM_STREAMS,
-  PROP_POOL_SIZE,
-  PROP_POOL_MEMORY,
-  PROP_PERSISTENT_BLOCKS,
-  PROP_WAIT_STRATEGY,
-  PROP_LOW_LATENCY,
-  PROP_PACKET_RECORDS,
-  PROP_FLOWS,
-  PROP_FLOW_IDLE_TIMEOUT,
-  PROP_FLOW_ACTIVE_TIMEOUT,
-  PROP_FLOW_MAX,
-  PROP_COMMUNITY_ID_SEED,
-  PROP_ACL_RULES,
-  PROP_DEFAULT_ACTION,
-  PROP_DPI_PATTERNS,
-  PROP_DPI_SELECT,
-  PROP_STATS,
-};
 
 /* What the streaming threads own between READY→PAUSED and PAUSED→READY. */
 struct _GstGpuPacketProc
@@ -161,33 +86,7 @@ struct _GstGpuPacketProc
   GstPad *srcpad;
   GstPad *flowpad;
 
-  /* settings, under the object lock */
-  GstGpuPacketProcMode mode;
-  gpp::CoreConfig config;
-  gchar *rss_key_text;          /* as the user wrote it */
-  gchar *rss_key_error;         /* why rss_key_text was refused, or NULL */
-  guint cpu_threads;
-  gint device_id;
-  gchar *device_ids_text;       /* device-ids as the user wrote it */
-  gchar *device_ids_error;      /* why it was refused, or NULL */
-  std::vector<int> *device_ids; /* parsed: empty = device-id alone */
-  guint num_streams;
-  guint pool_size_mib;
-  GstGpuPacketProcMemory pool_memory;
-  guint persistent_blocks;
-  GstGpuPacketProcWait wait_strategy;
-  gboolean low_latency;
-  gboolean packet_records;
-  gboolean flows;
-  guint flow_idle_timeout, flow_active_timeout, flow_max, community_id_seed;
-  gchar *acl_path;
-  gchar *acl_error;             /* why acl_path was refused, or NULL */
-  std::shared_ptr<const gpp::AclRuleSet> *acl;  /* current rule set (may hold nullptr) */
-  GstGpuPacketProcAction default_action;
-  gchar *dpi_path;
-  gchar *dpi_error;
-  std::shared_ptr<const gpp::DpiPatternSet> *dpi;
-  GstGpuPacketProcDpiSelect dpi_select;
+  GppProcSettings *settings;    /* under the object lock */
 
   gint linktype;                /* from the sink caps; streaming thread */
   gboolean linktype_refused;    /* the error for unsupported caps is posted (once) */
@@ -212,118 +111,6 @@ static GstStaticPadTemplate flows_template = GST_STATIC_PAD_TEMPLATE ("flows",
 G_DEFINE_TYPE (GstGpuPacketProc, gst_gpu_packet_proc, GST_TYPE_ELEMENT);
 GST_ELEMENT_REGISTER_DEFINE (gpupacketproc, "gpupacketproc", GST_RANK_NONE,
     GST_TYPE_GPU_PACKET_PROC);
-
-/* The element's enum values are gpp::Mode's. */
-static_assert ((int) GST_GPU_PACKET_PROC_MODE_CPU == (int) gpp::Mode::Cpu &&
-    (int) GST_GPU_PACKET_PROC_MODE_STREAMS == (int) gpp::Mode::Streams &&
-    (int) GST_GPU_PACKET_PROC_MODE_ZEROCOPY == (int) gpp::Mode::ZeroCopy &&
-    (int) GST_GPU_PACKET_PROC_MODE_GRAPH == (int) gpp::Mode::Graph &&
-    (int) GST_GPU_PACKET_PROC_MODE_PERSISTENT == (int) gpp::Mode::Persistent &&
-    gpp::kModeCount == 5, "GstGpuPacketProcMode values are gpp::Mode's");
-
-GType
-gst_gpu_packet_proc_mode_get_type (void)
-{
-  static GType type = 0;
-  /* From gpp::kModes (gpu/engine.h), the one table of modes. */
-  static GEnumValue modes[gpp::kModeCount + 1];
-
-  if (g_once_init_enter (&type)) {
-    for (int i = 0; i < gpp::kModeCount; i++)
-      modes[i] = {(gint) gpp::kModes[i].mode, gpp::kModes[i].description, gpp::kModes[i].name};
-    modes[gpp::kModeCount] = {0, NULL, NULL};
-    GType t = g_enum_register_static ("GstGpuPacketProcMode", modes);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpu_packet_proc_action_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue actions[] = {
-    {GST_GPU_PACKET_PROC_ACTION_ALLOW, "Allow the packet", "allow"},
-    {GST_GPU_PACKET_PROC_ACTION_DROP, "Drop the packet", "drop"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuPacketProcAction", actions);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpu_packet_proc_dpi_select_get_type (void)
-{
-  static GType type = 0;
-  /* Nicks from gpp::dpi_select_name, the loader's own names. */
-  static GEnumValue selects[] = {
-    {GST_GPU_PACKET_PROC_DPI_SELECT_ALL, "Every positive content of every rule "
-          "(ids number contents)", NULL},
-    {GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN, "One content per rule as an IDS "
-          "gives its multi-pattern matcher: the one marked fast_pattern, else the "
-          "longest (ids number rules)", NULL},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    for (GEnumValue * v = selects; v->value_name; v++)
-      v->value_nick = gpp::dpi_select_name ((gpp::DpiSelect) v->value);
-    GType t = g_enum_register_static ("GstGpuPacketProcDpiSelect", selects);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpu_packet_proc_wait_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue waits[] = {
-    {GST_GPU_PACKET_PROC_WAIT_SPIN, "Poll without pause: lowest latency, one busy core",
-        "spin"},
-    {GST_GPU_PACKET_PROC_WAIT_YIELD, "Poll, yielding the core between polls", "yield"},
-    {GST_GPU_PACKET_PROC_WAIT_BLOCK, "Sleep until done: frees the core, about doubles "
-          "completion latency", "block"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuPacketProcWait", waits);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-GType
-gst_gpu_packet_proc_memory_get_type (void)
-{
-  static GType type = 0;
-  static const GEnumValue kinds[] = {
-    {GST_GPU_PACKET_PROC_MEMORY_DEFAULT, "Page-locked, cached (cudaHostAllocPortable)",
-        "default"},
-    {GST_GPU_PACKET_PROC_MEMORY_WRITE_COMBINED, "Write-combined batches: faster copies to "
-          "the GPU, very slow for the CPU to read (bad for mode=cpu)", "write-combined"},
-    {GST_GPU_PACKET_PROC_MEMORY_MAPPED, "Page-locked and explicitly mapped "
-          "(cudaHostAllocMapped)", "mapped"},
-    {0, NULL, NULL}
-  };
-
-  if (g_once_init_enter (&type)) {
-    GType t = g_enum_register_static ("GstGpuPacketProcMemory", kinds);
-    g_once_init_leave (&type, t);
-  }
-  return type;
-}
-
-static gpp::Mode
-to_engine_mode (GstGpuPacketProcMode mode)
-{
-  return static_cast<gpp::Mode> (mode);
-}
 
 static void gst_gpu_packet_proc_loop (GstGpuPacketProc * self);
 
@@ -403,10 +190,7 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
       return gst_pad_push_event (self->srcpad, event);
     case GST_EVENT_FLUSH_STOP:
       if (st) {
-        /* The task retires what the GPU still holds, discarding it. */
-        st->results.stop_flushing ();
-        st->idle_engine ();
-        st->flushed ();         /* nothing in flight: the task is paused */
+        st->stop_flushing ();   /* nothing in flight: the task is paused */
         gst_pad_start_task (self->srcpad, (GstTaskFunction) gst_gpu_packet_proc_loop, self,
             NULL);
       }
@@ -419,11 +203,8 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
         gst_event_unref (event);
         return FALSE;
       }
-      if (st) {
-        st->idle_engine ();
-        /* Every open flow ends with the stream, then EOS follows its records. */
-        st->flows.finish ();
-      }
+      if (st)
+        st->end_stream ();
       gst_pad_push_event (self->flowpad, gst_event_ref (event));
       return gst_pad_push_event (self->srcpad, event);
     default:
@@ -456,11 +237,11 @@ gst_gpu_packet_proc_sink_query_body (GstPad * pad, GstObject * parent, GstQuery 
     return TRUE;
   }
   if (GST_QUERY_TYPE (query) == GST_QUERY_ALLOCATION) {
-    if (st && st->dispatch.pools.input ()) {
+    if (st && st->input_pool ()) {
       GstAllocationParams params;
       gst_allocation_params_init (&params);
       params.align = gpp::HostArena::kAlign - 1;
-      gst_query_add_allocation_param (query, st->dispatch.pools.input (), &params);
+      gst_query_add_allocation_param (query, st->input_pool (), &params);
       return TRUE;
     }
     return FALSE;
@@ -476,9 +257,9 @@ static GstClockTime
 gst_gpu_packet_proc_processing_latency (GstGpuPacketProc * self)
 {
   GST_OBJECT_LOCK (self);
-  const int mode = static_cast<int> (to_engine_mode (self->mode));
+  const auto mode = static_cast<gpp::Mode> (self->settings->mode);
   GST_OBJECT_UNLOCK (self);
-  return self->stats->processing_latency (static_cast<gpp::Mode> (mode));
+  return self->stats->processing_latency (mode);
 }
 
 static gboolean
@@ -511,49 +292,11 @@ gst_gpu_packet_proc_src_activate_mode_body (GstPad * pad, GstObject * parent, Gs
   if (mode != GST_PAD_MODE_PUSH || !st)
     return TRUE;
   if (active) {
-    st->results.reset ();
+    st->task_starting ();
     return gst_pad_start_task (pad, (GstTaskFunction) gst_gpu_packet_proc_loop, self, NULL);
   }
   st->set_flushing ();
   return gst_pad_stop_task (pad);
-}
-
-/* The engine settings the properties ask for; call with the object lock. */
-static gpp::EngineSettings
-engine_settings_locked (GstGpuPacketProc * self)
-{
-  gpp::EngineSettings settings;
-  settings.cpu_threads = self->cpu_threads;
-  settings.device_id = self->device_id;
-  /* Several devices: an engine that shards by flow over them. */
-  if (self->device_ids->size () == 1)
-    settings.device_id = self->device_ids->front ();
-  else if (self->device_ids->size () > 1)
-    settings.device_ids = *self->device_ids;
-  settings.num_streams = self->num_streams;
-  settings.persistent_blocks = self->persistent_blocks;
-  settings.wait = static_cast<gpp::WaitStrategy> (self->wait_strategy);
-  settings.max_batch_bytes = (size_t) self->pool_size_mib << 20;
-  settings.records_to_host = self->packet_records;
-  /* low-latency: each batch on the streaming thread; otherwise the next one
-   * arrives while the engine's threads run this one. */
-  settings.cpu_pipelined = !self->low_latency;
-  return settings;
-}
-
-/* Asks upstream once per stream whether it is live (capture-to-result
- * latency means something only then). */
-static void
-gst_gpu_packet_proc_learn_liveness (GstGpuPacketProc * self)
-{
-  if (self->state->upstream_live >= 0)
-    return;
-  GstQuery *query = gst_query_new_latency ();
-  gboolean live = FALSE;
-  if (gst_pad_peer_query (self->sinkpad, query))
-    gst_query_parse_latency (query, &live, NULL, NULL);
-  gst_query_unref (query);
-  self->state->upstream_live = live;
 }
 
 /* Whether the mapped batch is well formed and of the caps' link type; posts
@@ -587,8 +330,8 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
   GppBatchRunner *st = self->state;
   const auto entry = std::chrono::steady_clock::now ();
 
-  gst_gpu_packet_proc_learn_liveness (self);
-  const GstFlowReturn failed = st->results.last_flow ();
+  st->learn_liveness (self->sinkpad);
+  const GstFlowReturn failed = st->last_flow ();
   if (failed != GST_FLOW_OK) {
     gst_buffer_unref (batch);
     return failed;
@@ -606,38 +349,9 @@ gst_gpu_packet_proc_chain_body (GstPad *, GstObject * parent, GstBuffer * batch)
 
   /* The settings this batch runs with, and the rule sets it holds. */
   GST_OBJECT_LOCK (self);
-  gpp::CoreConfig config = self->config;
-  item.acl = *self->acl;
-  item.dpi = *self->dpi;
-  config.acl = item.acl ? item.acl->blob.data () : nullptr;
-  config.acl_default_action = item.acl ? (uint8_t) self->default_action :
-      (uint8_t) GPP_ACL_NONE;
-  config.dpi = item.dpi ? item.dpi->blob.data () : nullptr;
-  const gpp::Mode mode = to_engine_mode (self->mode);
-  const gpp::EngineSettings settings = engine_settings_locked (self);
-  item.push_records = self->packet_records;
-  const bool low_latency = self->low_latency;
-  const guint pool_size_mib = self->pool_size_mib;
+  GppBatchSettings settings = self->settings->batch ();
   GST_OBJECT_UNLOCK (self);
-
-  const GstFlowReturn ready = st->prepare (mode, settings, low_latency);
-  if (ready != GST_FLOW_OK)
-    return ready;
-  return st->run (std::move (item), config, mode, entry, low_latency, pool_size_mib);
-}
-
-/* Allocates the pinned pools where a GPU is usable (GppBatchRunner::open_pools). */
-static gboolean
-gst_gpu_packet_proc_setup_pool (GstGpuPacketProc * self)
-{
-  GST_OBJECT_LOCK (self);
-  const gpp::Mode mode = to_engine_mode (self->mode);
-  /* The pool is portable pinned memory; it lives with the first device. */
-  const int device = self->device_ids->empty () ? self->device_id : self->device_ids->front ();
-  const guint pool_size_mib = self->pool_size_mib;
-  const auto kind = static_cast<gpp::HostMemoryKind> (self->pool_memory);
-  GST_OBJECT_UNLOCK (self);
-  return self->state->open_pools (mode, device, pool_size_mib, kind);
+  return st->process (std::move (item), std::move (settings), entry);
 }
 
 /* Retires what the GPU still holds, then frees the streaming state; pads are
@@ -662,23 +376,12 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
 
   if (transition == GST_STATE_CHANGE_READY_TO_PAUSED) {
     GST_OBJECT_LOCK (self);
-    gchar *key_error = g_strdup (self->rss_key_error ? self->rss_key_error :
-        self->device_ids_error);
-    gchar *acl_error = g_strdup (self->acl_error);
-    gchar *dpi_error = g_strdup (self->dpi_error);
+    gchar *invalid = self->settings->start_error ();
+    const GppStartSettings start = self->settings->start ();
     GST_OBJECT_UNLOCK (self);
-    if (key_error || acl_error || dpi_error) {
-      if (key_error)            /* rss-key's, or device-ids' */
-        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid %s.", key_error), (NULL));
-      else if (acl_error)
-        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid ACL rules: %s", acl_error),
-            (NULL));
-      else
-        GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("Invalid DPI patterns: %s", dpi_error),
-            (NULL));
-      g_free (key_error);
-      g_free (acl_error);
-      g_free (dpi_error);
+    if (invalid) {
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", invalid), (NULL));
+      g_free (invalid);
       return GST_STATE_CHANGE_FAILURE;
     }
     self->stats->reset ();
@@ -686,25 +389,12 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
         *self->stats);
     GST_OBJECT_LOCK (self);
     self->state = state;
-    const gpp::Mode mode = to_engine_mode (self->mode);
-    const gpp::EngineSettings settings = engine_settings_locked (self);
-    const bool flows = self->flows;
-    gpp::FlowSettings flow_settings;
-    flow_settings.max_flows = self->flow_max;
-    flow_settings.idle_timeout_ns = (guint64) self->flow_idle_timeout * GST_SECOND;
-    flow_settings.active_timeout_ns = (guint64) self->flow_active_timeout * GST_SECOND;
-    flow_settings.community_id_seed = (uint16_t) self->community_id_seed;
-    /* A host flow table (mode=cpu) counts on as many threads as the
-     * cpu mode parses on. */
-    flow_settings.threads = self->cpu_threads;
     GST_OBJECT_UNLOCK (self);
     /* Pinned memory and the engine are set up here, not in the streaming
      * path.  A failure, an exception's too, leaves no state behind. */
     bool started = false;
     try {
-      if (flows)
-        state->flows.start (flow_settings);
-      started = gst_gpu_packet_proc_setup_pool (self) && state->switch_engine (mode, settings);
+      started = state->start (start);
     } catch (...) {
       gst_gpu_packet_proc_teardown (self);
       throw;                    /* posted by gpp_no_throw */
@@ -734,18 +424,15 @@ gst_gpu_packet_proc_make_stats (GstGpuPacketProc * self)
   GST_OBJECT_LOCK (self);
   /* The rule and pattern sets in use: their lookup blobs are what a GPU
    * engine copies to device memory (once per set), and the CPU reads. */
-  live.acl_bytes = *self->acl ? (*self->acl)->blob.size () : 0;
-  live.acl_rules = *self->acl ? (guint) (*self->acl)->rules.size () : 0;
-  live.dpi_bytes = *self->dpi ? (*self->dpi)->blob.size () : 0;
-  live.dpi_patterns = *self->dpi ? (guint) (*self->dpi)->patterns.size () : 0;
-  GppBatchRunner *st = self->state;
-  if (st)
-    live.in_flight = st->results.in_flight ();
+  const auto & acl = self->settings->acl.set;
+  const auto & dpi = self->settings->dpi.set;
+  live.acl_bytes = acl ? acl->blob.size () : 0;
+  live.acl_rules = acl ? (guint) acl->rules.size () : 0;
+  live.dpi_bytes = dpi ? dpi->blob.size () : 0;
+  live.dpi_patterns = dpi ? (guint) dpi->patterns.size () : 0;
   /* Under the object lock: the state (and its flow meter) stays meanwhile. */
-  GstStructure *stats = st ? st->dispatch.make_stats (live, *self->stats)
+  GstStructure *stats = self->state ? self->state->make_stats (live)
       : self->stats->to_structure (live);
-  if (st)
-    st->flows.add_stats (stats);
   GST_OBJECT_UNLOCK (self);
   return stats;
 }
@@ -769,8 +456,7 @@ set_is_empty (const gpp::DpiPatternSet & set)
 template <typename Set, typename Load>
 static void
 gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load load,
-    const char *what, gchar ** stored_path, gchar ** stored_error,
-    std::shared_ptr<const Set> *current)
+    const char *what, GppLoadedFile<Set> *file)
 {
   std::shared_ptr<const Set> set;
   std::string error;
@@ -796,11 +482,9 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
             "current ones.", what, path), ("%s", error.c_str ()));
     return;
   }
-  g_free (*stored_path);
-  *stored_path = g_strdup (path);
-  g_free (*stored_error);
-  *stored_error = error.empty () ? NULL : g_strdup (error.c_str ());
-  *current = std::move (set);
+  file->path.set (path);
+  file->error.set (error.empty () ? NULL : error.c_str ());
+  file->set = std::move (set);
   GST_OBJECT_UNLOCK (self);
   if (!error.empty ())
     GST_WARNING_OBJECT (self, "%s", error.c_str ());
@@ -817,30 +501,30 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
 
   if (prop_id == PROP_ACL_RULES) {
     gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_acl_rules,
-        "ACL rules", &self->acl_path, &self->acl_error, self->acl);
+        "ACL rules", &self->settings->acl);
     return;
   }
   if (prop_id == PROP_DPI_PATTERNS || prop_id == PROP_DPI_SELECT) {
     /* A new selection reloads the current file with it. */
     GST_OBJECT_LOCK (self);
     if (prop_id == PROP_DPI_SELECT)
-      self->dpi_select = (GstGpuPacketProcDpiSelect) g_value_get_enum (value);
-    const auto select = (gpp::DpiSelect) self->dpi_select;
+      self->settings->dpi_select = (GstGpuPacketProcDpiSelect) g_value_get_enum (value);
+    const auto select = (gpp::DpiSelect) self->settings->dpi_select;
     gchar *path = prop_id == PROP_DPI_PATTERNS ? g_value_dup_string (value)
-        : g_strdup (self->dpi_path);
+        : g_strdup (self->settings->dpi.path.get ());
     GST_OBJECT_UNLOCK (self);
     gst_gpu_packet_proc_set_file (self, path,
         [select] (const std::string & p, std::string * error) {
           return gpp::load_dpi_patterns (p, error, select);
-        }, "DPI patterns", &self->dpi_path, &self->dpi_error, self->dpi);
+        }, "DPI patterns", &self->settings->dpi);
     g_free (path);
     return;
   }
   if (prop_id == PROP_MODE) {
     GST_OBJECT_LOCK (self);
     const auto mode = (GstGpuPacketProcMode) g_value_get_enum (value);
-    const gboolean changed = mode != self->mode;
-    self->mode = mode;
+    const gboolean changed = mode != self->settings->mode;
+    self->settings->mode = mode;
     GST_OBJECT_UNLOCK (self);
     /* Each mode has its own processing latency. */
     if (changed)
@@ -854,91 +538,26 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     std::vector<int> ids;
     gchar *error = device_ids_from_text (text, &ids);
     GST_OBJECT_LOCK (self);
-    *self->device_ids = std::move (ids);
-    g_free (self->device_ids_error);
-    self->device_ids_error = error;
-    g_free (self->device_ids_text);
-    self->device_ids_text = g_strdup (text);
+    self->settings->set_device_ids (text, std::move (ids), error);
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_RSS_KEY:{
-      const gchar *text = g_value_get_string (value);
-      uint8_t key[gpp::kRssKeySize];
-      gchar *error = rss_key_from_text (text ? text : "", key);
-      if (error && GST_STATE (self) > GST_STATE_READY) {
-        /* Keep hashing with the key in use; the stream goes on. */
-        GST_OBJECT_UNLOCK (self);
-        GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-            ("Ignoring invalid %s; keeping the current key.", error), (NULL));
-        g_free (error);
-        return;
-      }
-      g_free (self->rss_key_error);
-      self->rss_key_error = error;
-      g_free (self->rss_key_text);
-      self->rss_key_text = g_strdup (text);
-      if (!error)
-        memcpy (self->config.rss_key, key, sizeof key);
-      break;
-    }
-    case PROP_SYMMETRIC_RSS:
-      self->config.symmetric_rss = g_value_get_boolean (value);
-      break;
-    case PROP_VERIFY_L4_CHECKSUM:
-      self->config.verify_l4_checksum = g_value_get_boolean (value);
-      break;
-    case PROP_CPU_THREADS:
-      self->cpu_threads = g_value_get_uint (value);
-      break;
-    case PROP_DEVICE_ID:
-      self->device_id = g_value_get_int (value);
-      break;
-    case PROP_NUM_STREAMS:
-      self->num_streams = g_value_get_uint (value);
-      break;
-    case PROP_POOL_SIZE:
-      self->pool_size_mib = g_value_get_uint (value);
-      break;
-    case PROP_POOL_MEMORY:
-      self->pool_memory = (GstGpuPacketProcMemory) g_value_get_enum (value);
-      break;
-    case PROP_PERSISTENT_BLOCKS:
-      self->persistent_blocks = g_value_get_uint (value);
-      break;
-    case PROP_WAIT_STRATEGY:
-      self->wait_strategy = (GstGpuPacketProcWait) g_value_get_enum (value);
-      break;
-    case PROP_LOW_LATENCY:
-      self->low_latency = g_value_get_boolean (value);
-      break;
-    case PROP_PACKET_RECORDS:
-      self->packet_records = g_value_get_boolean (value);
-      break;
-    case PROP_FLOWS:
-      self->flows = g_value_get_boolean (value);
-      break;
-    case PROP_FLOW_IDLE_TIMEOUT:
-      self->flow_idle_timeout = g_value_get_uint (value);
-      break;
-    case PROP_FLOW_ACTIVE_TIMEOUT:
-      self->flow_active_timeout = g_value_get_uint (value);
-      break;
-    case PROP_FLOW_MAX:
-      self->flow_max = g_value_get_uint (value);
-      break;
-    case PROP_COMMUNITY_ID_SEED:
-      self->community_id_seed = g_value_get_uint (value);
-      break;
-    case PROP_DEFAULT_ACTION:
-      self->default_action = (GstGpuPacketProcAction) g_value_get_enum (value);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
+  if (prop_id == PROP_RSS_KEY) {
+    GST_OBJECT_LOCK (self);
+    /* While playing an invalid key is refused: hashing goes on with the key
+     * in use. */
+    gchar *refused = self->settings->set_rss_key (g_value_get_string (value),
+        GST_STATE (self) > GST_STATE_READY);
+    GST_OBJECT_UNLOCK (self);
+    if (refused)
+      GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
+          ("Ignoring invalid %s; keeping the current key.", refused), (NULL));
+    g_free (refused);
+    return;
   }
+  GST_OBJECT_LOCK (self);
+  if (!self->settings->set_value (prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -953,80 +572,8 @@ gst_gpu_packet_proc_get_property_body (GObject * object, guint prop_id, GValue *
     return;
   }
   GST_OBJECT_LOCK (self);
-  switch (prop_id) {
-    case PROP_MODE:
-      g_value_set_enum (value, self->mode);
-      break;
-    case PROP_RSS_KEY:
-      g_value_set_string (value, self->rss_key_text);
-      break;
-    case PROP_SYMMETRIC_RSS:
-      g_value_set_boolean (value, self->config.symmetric_rss);
-      break;
-    case PROP_VERIFY_L4_CHECKSUM:
-      g_value_set_boolean (value, self->config.verify_l4_checksum);
-      break;
-    case PROP_CPU_THREADS:
-      g_value_set_uint (value, self->cpu_threads);
-      break;
-    case PROP_DEVICE_ID:
-      g_value_set_int (value, self->device_id);
-      break;
-    case PROP_DEVICE_IDS:
-      g_value_set_string (value, self->device_ids_text);
-      break;
-    case PROP_NUM_STREAMS:
-      g_value_set_uint (value, self->num_streams);
-      break;
-    case PROP_POOL_SIZE:
-      g_value_set_uint (value, self->pool_size_mib);
-      break;
-    case PROP_POOL_MEMORY:
-      g_value_set_enum (value, self->pool_memory);
-      break;
-    case PROP_PERSISTENT_BLOCKS:
-      g_value_set_uint (value, self->persistent_blocks);
-      break;
-    case PROP_WAIT_STRATEGY:
-      g_value_set_enum (value, self->wait_strategy);
-      break;
-    case PROP_LOW_LATENCY:
-      g_value_set_boolean (value, self->low_latency);
-      break;
-    case PROP_PACKET_RECORDS:
-      g_value_set_boolean (value, self->packet_records);
-      break;
-    case PROP_FLOWS:
-      g_value_set_boolean (value, self->flows);
-      break;
-    case PROP_FLOW_IDLE_TIMEOUT:
-      g_value_set_uint (value, self->flow_idle_timeout);
-      break;
-    case PROP_FLOW_ACTIVE_TIMEOUT:
-      g_value_set_uint (value, self->flow_active_timeout);
-      break;
-    case PROP_FLOW_MAX:
-      g_value_set_uint (value, self->flow_max);
-      break;
-    case PROP_COMMUNITY_ID_SEED:
-      g_value_set_uint (value, self->community_id_seed);
-      break;
-    case PROP_ACL_RULES:
-      g_value_set_string (value, self->acl_path);
-      break;
-    case PROP_DEFAULT_ACTION:
-      g_value_set_enum (value, self->default_action);
-      break;
-    case PROP_DPI_SELECT:
-      g_value_set_enum (value, self->dpi_select);
-      break;
-    case PROP_DPI_PATTERNS:
-      g_value_set_string (value, self->dpi_path);
-      break;
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-      break;
-  }
+  if (!self->settings->get_value (prop_id, value))
+    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
   GST_OBJECT_UNLOCK (self);
 }
 
@@ -1037,17 +584,7 @@ gst_gpu_packet_proc_finalize (GObject * object)
 
   delete self->state;
   delete self->stats;
-  g_free (self->rss_key_text);
-  g_free (self->rss_key_error);
-  g_free (self->device_ids_text);
-  g_free (self->device_ids_error);
-  delete self->device_ids;
-  g_free (self->acl_path);
-  g_free (self->acl_error);
-  delete self->acl;
-  g_free (self->dpi_path);
-  g_free (self->dpi_error);
-  delete self->dpi;
+  delete self->settings;
   G_OBJECT_CLASS (parent_class)->finalize (object);
 }
 
@@ -1128,191 +665,17 @@ gst_gpu_packet_proc_loop (GstGpuPacketProc * self)
     gst_pad_pause_task (self->srcpad);
 }
 
-/* A property blurb that states a constant, printed from it (interned, so it
- * lives as long as the class, as G_PARAM_STATIC_BLURB needs). */
-static const gchar *
-blurb_printf (const gchar * format, ...) G_GNUC_PRINTF (1, 2);
-static const gchar *
-blurb_printf (const gchar * format, ...)
-{
-  va_list args;
-  va_start (args, format);
-  gchar *text = g_strdup_vprintf (format, args);
-  va_end (args);
-  const gchar *interned = g_intern_string (text);
-  g_free (text);
-  return interned;
-}
-
 static void
 gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
 {
   GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
-  const auto rw_playing = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_PLAYING);
-  const auto rw_ready = (GParamFlags) (G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-      GST_PARAM_MUTABLE_READY);
 
   gobject_class->set_property = gst_gpu_packet_proc_set_property;
   gobject_class->get_property = gst_gpu_packet_proc_get_property;
   gobject_class->finalize = gst_gpu_packet_proc_finalize;
 
-  gchar *default_key = rss_key_to_text (gpp::kDefaultRssKey);
-  g_object_class_install_property (gobject_class, PROP_MODE,
-      g_param_spec_enum ("mode", "Mode",
-          "Where the packet core runs. Changing it while playing lets the batches "
-          "in flight finish first and posts a LATENCY message (each mode reports "
-          "its own measured p99 latency); GPU modes need a CUDA GPU (an error says "
-          "why when there is none)", GST_TYPE_GPU_PACKET_PROC_MODE, DEFAULT_MODE, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_RSS_KEY,
-      g_param_spec_string ("rss-key", "RSS key",
-          "40-byte Toeplitz key as 80 hex digits (':', '-' or ' ' may separate "
-          "bytes); the default is the standard Microsoft/Intel verification key "
-          "most NICs use. Applies from the next batch", default_key, rw_playing));
-  g_free (default_key);
-  g_object_class_install_property (gobject_class, PROP_SYMMETRIC_RSS,
-      g_param_spec_boolean ("symmetric-rss", "Symmetric RSS",
-          "Hash both directions of a flow alike by ordering the (address, port) "
-          "endpoints before hashing; off gives the NIC-compatible hash",
-          DEFAULT_SYMMETRIC_RSS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_VERIFY_L4_CHECKSUM,
-      g_param_spec_boolean ("verify-l4-checksum", "Verify L4 checksums",
-          "Verify TCP, UDP, ICMP and ICMPv6 checksums of wholly captured, "
-          "unfragmented packets; costs one pass over each payload. Off: "
-          "l4_checksum reads 'unverified'", DEFAULT_VERIFY_L4_CHECKSUM, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_CPU_THREADS,
-      g_param_spec_uint ("cpu-threads", "CPU threads",
-          blurb_printf ("Host threads for mode=cpu (its packet core, and its flow table, "
-              "which takes the value the element starts with), 0 = one per core; batches "
-              "under %u packets per thread use fewer threads, since handing them out costs "
-              "more. Raise it when batches of %u packets or more come faster than one core "
-              "parses them", gpp::CpuEngine::kMinPacketsPerThread,
-              2 * gpp::CpuEngine::kMinPacketsPerThread),
-          0, MAX_CPU_THREADS, DEFAULT_CPU_THREADS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_DEVICE_ID,
-      g_param_spec_int ("device-id", "Device ID", "CUDA device for the GPU modes",
-          0, G_MAXINT, DEFAULT_DEVICE_ID, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_DEVICE_IDS,
-      g_param_spec_string ("device-ids", "Device IDs",
-          "Several CUDA devices for the GPU modes, e.g. \"0,1\" or \"all\" (empty: "
-          "device-id alone): each batch's packets are sharded by flow (their symmetric RSS "
-          "hash, computed on the host) over the devices, each share runs in the mode on its "
-          "device, and the records come back merged in input order; flows=true then keeps "
-          "its table in host memory. A device may repeat (\"0,0\": two shards on one GPU)",
-          DEFAULT_DEVICE_IDS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_NUM_STREAMS,
-      g_param_spec_uint ("num-streams", "Streams",
-          "GPU batches in flight at once (CUDA streams for streams/zerocopy/graph, "
-          "queue slots for persistent): more overlap copies and kernels of "
-          "neighbouring batches, each adds a batch of latency under load",
-          1, MAX_NUM_STREAMS, DEFAULT_NUM_STREAMS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
-      g_param_spec_uint ("pool-size", "Pinned pool size",
-          blurb_printf ("MiB of pinned (page-locked) host memory for batches, and %zu "
-              "times as much for results, allocated on READY→PAUSED when a GPU is usable; "
-              "0 = none (mode=cpu only). Limits the largest batch. Refused (an error) when "
-              "the pools of every gpupacketproc of the process would pin more than %.0f%% "
-              "of physical memory", GppPinnedPools::kResultsPoolFactor,
-              100 * GppPinnedPools::kMaxPinnedShare),
-          0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
-      g_param_spec_enum ("pool-memory", "Pinned pool memory kind",
-          "Kind of pinned memory for batches (results are always cached memory)",
-          GST_TYPE_GPU_PACKET_PROC_MEMORY, DEFAULT_POOL_MEMORY, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_PERSISTENT_BLOCKS,
-      g_param_spec_uint ("persistent-blocks", "Persistent blocks",
-          "Resident 256-thread blocks of mode=persistent, 0 = one per SM. Without "
-          "acl-rules, batches of up to 256 packets run on one block whatever this is "
-          "and larger ones are shared out 256 packets per block; with acl-rules the "
-          "shares hold about one ACL probe per thread (at least 16 packets)",
-          0, 65535, DEFAULT_PERSISTENT_BLOCKS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_WAIT_STRATEGY,
-      g_param_spec_enum ("wait-strategy", "Wait strategy",
-          "How the host waits for GPU batches to finish",
-          GST_TYPE_GPU_PACKET_PROC_WAIT, DEFAULT_WAIT, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_LOW_LATENCY,
-      g_param_spec_boolean ("low-latency", "Low latency",
-          "The streaming thread waits for each batch (mode=cpu: runs it) and pushes its "
-          "results itself, with no hand-off to the src pad's task: lower and steadier "
-          "latency for one batch at a time, but the next batch no longer arrives while "
-          "this one runs (leave off for throughput)", DEFAULT_LOW_LATENCY, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_PACKET_RECORDS,
-      g_param_spec_boolean ("packet-records", "Packet records",
-          "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
-          "batch's place there, and streams, zerocopy and graph on one device leave the "
-          "records on the GPU (no copy back; zerocopy writes none), for flows=true alone at "
-          "the highest rate; malformed in stats is then not counted in those modes",
-          DEFAULT_PACKET_RECORDS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_FLOWS,
-      g_param_spec_boolean ("flows", "Flows",
-          "Meter flows: every packet with an IP header is counted into its bidirectional "
-          "flow, and the records of flows that end leave by the flows pad "
-          "(application/x-flow-records, gpupacket/flow-record.h). The table is in GPU memory "
-          "in the GPU modes (each batch's kernel counts its packets there), in host memory in "
-          "cpu", DEFAULT_FLOWS, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_FLOW_IDLE_TIMEOUT,
-      g_param_spec_uint ("flow-idle-timeout", "Flow idle timeout",
-          "Seconds of packet time without a packet after which a flow ends",
-          1, G_MAXUINT, DEFAULT_FLOW_IDLE_TIMEOUT, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_FLOW_ACTIVE_TIMEOUT,
-      g_param_spec_uint ("flow-active-timeout", "Flow active timeout",
-          "Seconds of packet time after which a flow still going is written out and "
-          "counted afresh", 1, G_MAXUINT, DEFAULT_FLOW_ACTIVE_TIMEOUT, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_FLOW_MAX,
-      g_param_spec_uint ("flow-max", "Flow table size",
-          "Flows tracked at once (the table takes 256 bytes a flow); when more are open, "
-          "those idle longest are evicted (end reason: lack of resources)",
-          64, 1u << 30, DEFAULT_FLOW_MAX, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_COMMUNITY_ID_SEED,
-      g_param_spec_uint ("community-id-seed", "Community ID seed",
-          "Seed of the flow records' Community ID (v1)", 0, G_MAXUINT16,
-          DEFAULT_COMMUNITY_ID_SEED, rw_ready));
-  g_object_class_install_property (gobject_class, PROP_ACL_RULES,
-      g_param_spec_string ("acl-rules", "ACL rules",
-          "ClassBench / DPDK test-acl rule file (README: ACL rules); each packet gets "
-          "the 0-based index of the first matching rule and its action. Set while "
-          "playing, the new file is loaded off the streaming path and applies from "
-          "the next batch; a bad file keeps the old rules (warning)", DEFAULT_ACL_RULES,
-          rw_playing));
-  g_object_class_install_property (gobject_class, PROP_DEFAULT_ACTION,
-      g_param_spec_enum ("default-action", "Default action",
-          "ACL action of packets no rule matches (non-IP packets included)",
-          GST_TYPE_GPU_PACKET_PROC_ACTION, DEFAULT_DEFAULT_ACTION, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_DPI_PATTERNS,
-      g_param_spec_string ("dpi-patterns", "DPI patterns",
-          "Pattern file (one literal per line, |41 42| hex escapes) or Snort/Suricata "
-          "rule file (its content strings); each packet gets the smallest id of a "
-          "pattern in its TCP/UDP payload and the number of occurrences. Swapped like "
-          "acl-rules while playing. A directory loads its *.rules files in name "
-          "order (an IDS rule folder)", DEFAULT_DPI_PATTERNS, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_DPI_SELECT,
-      g_param_spec_enum ("dpi-select", "DPI pattern selection",
-          "Which contents of the rules in dpi-patterns are matched (pattern lines "
-          "are always patterns); set while playing, the file is reloaded with it",
-          GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, DEFAULT_DPI_SELECT, rw_playing));
-  g_object_class_install_property (gobject_class, PROP_STATS,
-      g_param_spec_boxed ("stats", "Statistics",
-          blurb_printf ("Since the last READY→PAUSED: active-mode; batches, packets, bytes "
-          "(captured), malformed (packets with any status flag); "
-          "latency-p50/p99/p999/max-ns (chain entry to result push, last %zu "
-          "batches) overall and as MODE-latency-p50/p99/p999-ns with MODE-batches "
-          "for each mode used; capture-latency-p50/p99/p999/max-ns (capture "
-          "timestamp of each batch's first packet to its result push, wall clock, "
-          "last %zu batches; recorded only when upstream answers the LATENCY query as live, 0 otherwise); "
-          "batches-in-flight, max-batches-in-flight; time-pool-wait-ns, time-slot-wait-ns, "
-          "time-queued-ns, time-engine-ns, time-push-ns (where the batches' time went, summed: "
-          "waiting for pinned pool room, waiting for an engine slot, queued for the push task, "
-          "in the engine, pushing downstream); "
-          "bytes-to-device, bytes-from-device; copied-batches, copied-bytes "
-          "(batches from outside the pinned pool); pool-fallbacks (upstream "
-          "allocations the full pool could not serve); pool-bytes-in-use; "
-          "pool-bytes-pinned (both pools); acl-rule-count, acl-bytes, dpi-pattern-count, "
-          "dpi-bytes (the sets in use; their bytes are what a GPU mode holds in device "
-          "memory for them); with device-ids, for each shard N: shard-N-device-id, "
-          "shard-N-packets, shard-N-bytes-to-device, shard-N-bytes-from-device (engines "
-          "replaced or stopped since the start still count)", LatencyWindow::kCapacity, LatencyWindow::kCapacity),
-          GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
+  gst_gpu_packet_proc_install_properties (gobject_class);
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -1322,12 +685,6 @@ gst_gpu_packet_proc_class_init (GstGpuPacketProcClass * klass)
       "Parses, validates and RSS-hashes batches of packets into per-packet result "
       "records, on host threads or a CUDA GPU", "gpupacket developers");
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_gpu_packet_proc_change_state);
-
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MODE, (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_WAIT, (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MEMORY, (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_ACTION, (GstPluginAPIFlags) 0);
-  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, (GstPluginAPIFlags) 0);
   GST_DEBUG_CATEGORY_INIT (gst_gpu_packet_proc_debug, "gpupacketproc", 0,
       "GPU packet processor");
 }
@@ -1357,38 +714,7 @@ gst_gpu_packet_proc_init (GstGpuPacketProc * self)
   gst_pad_use_fixed_caps (self->flowpad);
   gst_element_add_pad (GST_ELEMENT (self), self->flowpad);
 
-  self->mode = DEFAULT_MODE;
-  memset (&self->config, 0, sizeof self->config);
-  memcpy (self->config.rss_key, gpp::kDefaultRssKey, sizeof self->config.rss_key);
-  self->config.symmetric_rss = DEFAULT_SYMMETRIC_RSS;
-  self->config.verify_l4_checksum = DEFAULT_VERIFY_L4_CHECKSUM;
-  self->rss_key_text = rss_key_to_text (gpp::kDefaultRssKey);
-  self->rss_key_error = NULL;
-  self->cpu_threads = DEFAULT_CPU_THREADS;
-  self->device_id = DEFAULT_DEVICE_ID;
-  self->device_ids_text = NULL;
-  self->device_ids_error = NULL;
-  self->device_ids = new std::vector<int> ();
-  self->num_streams = DEFAULT_NUM_STREAMS;
-  self->pool_size_mib = DEFAULT_POOL_SIZE;
-  self->pool_memory = DEFAULT_POOL_MEMORY;
-  self->persistent_blocks = DEFAULT_PERSISTENT_BLOCKS;
-  self->wait_strategy = DEFAULT_WAIT;
-  self->low_latency = DEFAULT_LOW_LATENCY;
-  self->packet_records = DEFAULT_PACKET_RECORDS;
-  self->flows = DEFAULT_FLOWS;
-  self->flow_idle_timeout = DEFAULT_FLOW_IDLE_TIMEOUT;
-  self->flow_active_timeout = DEFAULT_FLOW_ACTIVE_TIMEOUT;
-  self->flow_max = DEFAULT_FLOW_MAX;
-  self->community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
-  self->acl_path = g_strdup (DEFAULT_ACL_RULES);
-  self->acl_error = NULL;
-  self->acl = new std::shared_ptr<const gpp::AclRuleSet> ();
-  self->default_action = DEFAULT_DEFAULT_ACTION;
-  self->dpi_path = g_strdup (DEFAULT_DPI_PATTERNS);
-  self->dpi_error = NULL;
-  self->dpi = new std::shared_ptr<const gpp::DpiPatternSet> ();
-  self->dpi_select = DEFAULT_DPI_SELECT;
+  self->settings = new GppProcSettings ();
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GppProcStats ();

@@ -1,6 +1,7 @@
 #include "gstpinnedallocator.h"
 
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 
 GST_DEBUG_CATEGORY_STATIC (gpp_pinned_allocator_debug);
@@ -82,12 +83,24 @@ gpp_pinned_allocator_wake (GstAllocator * allocator)
   st->freed.notify_all ();
 }
 
+/* The GstAllocator vfuncs are called from C: no exception may leave them.
+ * The arena's bookkeeping can throw (std::bad_alloc); alloc then serves
+ * ordinary memory as when the arena is full, and free logs and still frees
+ * the wrapper. */
 static GstMemory *
 gpp_pinned_allocator_alloc (GstAllocator * allocator, gsize size, GstAllocationParams * params)
 {
   GppPinnedAllocator *self = GPP_PINNED_ALLOCATOR (allocator);
   const gsize total = size + params->prefix + params->padding;
-  GstMemory *mem = gpp_pinned_allocator_try_alloc (allocator, total);
+  GstMemory *mem = NULL;
+  try {
+    mem = gpp_pinned_allocator_try_alloc (allocator, total);
+  } catch (const std::exception & e) {
+    GST_ERROR_OBJECT (self, "pinned allocation of %" G_GSIZE_FORMAT " bytes failed: %s",
+        total, e.what ());
+  } catch (...) {
+    GST_ERROR_OBJECT (self, "pinned allocation of %" G_GSIZE_FORMAT " bytes failed", total);
+  }
   if (!mem) {
     /* Never fail upstream: hand out ordinary memory, which gpupacketproc
      * copies into the arena once there is room. */
@@ -100,16 +113,31 @@ gpp_pinned_allocator_alloc (GstAllocator * allocator, gsize size, GstAllocationP
   return mem;
 }
 
+/* Gives the block back to the arena and wakes the waiters for room. */
+static void
+release_to_arena (GppArenaState * st, guint8 * data)
+{
+  st->arena->release (data);
+  std::lock_guard<std::mutex> lock (st->lock);
+  st->generation++;
+  st->freed.notify_all ();
+}
+
 static void
 gpp_pinned_allocator_free (GstAllocator * allocator, GstMemory * mem)
 {
   GppArenaState *st = GPP_PINNED_ALLOCATOR (allocator)->state;
   auto *m = reinterpret_cast<GppPinnedMemory *> (mem);
   if (!mem->parent) {
-    st->arena->release (m->data);
-    std::lock_guard<std::mutex> lock (st->lock);
-    st->generation++;
-    st->freed.notify_all ();
+    try {
+      release_to_arena (st, m->data);
+    } catch (const std::exception & e) {
+      GST_ERROR_OBJECT (allocator, "returning %" G_GSIZE_FORMAT " bytes to the pinned arena "
+          "failed: %s", mem->maxsize, e.what ());
+    } catch (...) {
+      GST_ERROR_OBJECT (allocator, "returning %" G_GSIZE_FORMAT " bytes to the pinned arena "
+          "failed", mem->maxsize);
+    }
   }
   g_free (m);
 }

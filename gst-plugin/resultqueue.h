@@ -29,11 +29,9 @@
 #include "spin_lock.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 
-/* A batch on the GPU, or a serialized event waiting behind batches.  Owns
- * its event, buffers and maps: moved along the queue, and whatever it still
- * holds is released when it is destroyed (a flush, shutdown or failed start
- * drops an item just so). */
-struct PendingItem
+/* What a PendingItem holds, as one value: the item moves it whole, so a
+ * field added here moves with the rest. */
+struct PendingItemFields
 {
   GstEvent *event = nullptr;    /* set for events */
   GstBuffer *batch = nullptr;   /* the batch as received (goes into the meta) */
@@ -52,14 +50,24 @@ struct PendingItem
   bool records_written = true;  /* false: the engine left them on the GPU */
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
   std::shared_ptr<const gpp::DpiPatternSet> dpi;
+};
 
+/* A batch on the GPU, or a serialized event waiting behind batches.  Owns
+ * its event, buffers and maps: moved along the queue (the source left
+ * empty), and whatever it still holds is released when it is destroyed (a
+ * flush, shutdown or failed start drops an item just so). */
+struct PendingItem : PendingItemFields
+{
   PendingItem () = default;
-  explicit PendingItem (GstEvent * e) : event (e) {}
-  PendingItem (PendingItem && other) noexcept { swap (other); }
+  explicit PendingItem (GstEvent * e) { event = e; }
+  PendingItem (PendingItem && other) noexcept
+      : PendingItemFields (std::exchange<PendingItemFields> (other, {})) {}
   PendingItem & operator= (PendingItem && other) noexcept
   {
-    PendingItem taken (std::move (other));
-    swap (taken);               /* what this held goes with `taken` */
+    if (this != &other) {
+      release ();
+      PendingItemFields::operator= (std::exchange<PendingItemFields> (other, {}));
+    }
     return *this;
   }
   PendingItem (const PendingItem &) = delete;
@@ -97,28 +105,6 @@ struct PendingItem
     batch_map = {};
     gst_clear_buffer (&staging);
     gst_clear_buffer (&batch);
-  }
-
-private:
-  void swap (PendingItem & o) noexcept
-  {
-    std::swap (event, o.event);
-    std::swap (batch, o.batch);
-    std::swap (staging, o.staging);
-    std::swap (batch_map, o.batch_map);
-    std::swap (results, o.results);
-    std::swap (results_map, o.results_map);
-    std::swap (count, o.count);
-    std::swap (bytes, o.bytes);
-    std::swap (first_capture_ns, o.first_capture_ns);
-    std::swap (entry, o.entry);
-    std::swap (enqueued, o.enqueued);
-    std::swap (times, o.times);
-    std::swap (mode, o.mode);
-    std::swap (push_records, o.push_records);
-    std::swap (records_written, o.records_written);
-    acl.swap (o.acl);
-    dpi.swap (o.dpi);
   }
 };
 
