@@ -3,8 +3,8 @@
  * @title: afxdpsrc
  *
  * Captures live from a network interface with AF_XDP: one XSK socket and one
- * thread per receive queue (#GstAfXdpSrc:queues), behind the XDP program
- * libxdp attaches to redirect those queues to them.  Each thread copies its
+ * thread per receive queue (#GstAfXdpSrc:queues), behind a small XDP program
+ * of its own that redirects those queues to them.  Each thread copies its
  * frames once, from its UMEM into a batch in the memory downstream offers
  * (gpupacketproc's pinned pool), and closes the batch at
  * #GstAfXdpSrc:batch-size packets or #GstAfXdpSrc:batch-timeout after its
@@ -329,13 +329,16 @@ gst_af_xdp_src_unlock (GstBaseSrc * base)
   return TRUE;
 }
 
+/* After a flush the batches queued before it are stale: dropped, counted. */
 static gboolean
 gst_af_xdp_src_unlock_stop (GstBaseSrc * base)
 {
   GstAfXdpSrc *self = GST_AF_XDP_SRC (base);
   std::lock_guard<std::mutex> guard (self->state_lock);
-  if (self->state)
+  if (self->state) {
+    self->state->capture->drop_queued ();
     self->state->capture->resume ();
+  }
   return TRUE;
 }
 
@@ -626,7 +629,7 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
           "locked memory per queue", 64, 1u << 20, DEFAULT_FRAME_COUNT, rw_ready));
   g_object_class_install_property (gobject_class, PROP_RING_SIZE,
       g_param_spec_uint ("ring-size", "Ring size",
-          "Entries of each queue's RX ring (a power of two, at most frame-count / 2; the "
+          "Entries of each queue's RX ring (a power of two, at most frame-count / 4; the "
           "fill ring has twice as many); a full RX ring drops packets (rx-ring-full)",
           32, 1u << 18, DEFAULT_RING_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_STATS_INTERVAL,
