@@ -107,7 +107,7 @@ public:
   void resume();
   // Ends a take() waiting now with Timeout (the consumer's state changed).
   void poke();
-  // Drops the queued batches (a flush, a restart), counted as discarded.
+  // Drops the queued batches (a restart), counted as discarded.
   void drop_queued();
 
   std::string error() const;

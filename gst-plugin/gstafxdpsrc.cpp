@@ -329,16 +329,15 @@ gst_af_xdp_src_unlock (GstBaseSrc * base)
   return TRUE;
 }
 
-/* After a flush the batches queued before it are stale: dropped, counted. */
+/* GstBaseSrc also calls this on every PAUSED->PLAYING of a live source,
+ * with batches of this PLAYING already queued: they stay. */
 static gboolean
 gst_af_xdp_src_unlock_stop (GstBaseSrc * base)
 {
   GstAfXdpSrc *self = GST_AF_XDP_SRC (base);
   std::lock_guard<std::mutex> guard (self->state_lock);
-  if (self->state) {
-    self->state->capture->drop_queued ();
+  if (self->state)
     self->state->capture->resume ();
-  }
   return TRUE;
 }
 
@@ -639,7 +638,7 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) pushed; "
-          "discarded (captured, never pushed: a stop, a flush, what arrived while PAUSED); "
+          "discarded (captured, never pushed: a stop, what arrived while PAUSED); "
           "summed over the queues from XDP_STATISTICS: rx-dropped (dropped by the kernel, "
           "e.g. a frame too long for frame-size), rx-invalid-descs, rx-ring-full (the RX "
           "ring was full: the queue's thread fell behind), rx-fill-ring-empty (no free "
