@@ -112,14 +112,17 @@ def u64(stats, field):
     return stats.get_uint64(field)[1]
 
 
-def check_stats(label, before, after, packets, queues):
+def check_stats(label, before, after, packets, queues, may_discard=0):
+    """`may_discard`: frames that may still arrive after the test's last
+    look and be held at the stop (markers sent after the one awaited)."""
     kernel = {f: u64(before, f) for f in ("rx-dropped", "rx-invalid-descs", "rx-ring-full",
                                          "rx-fill-ring-empty")}
     check(f"{label}: stats packets == sent, after NULL too",
           u64(before, "packets") == packets and u64(after, "packets") == packets,
           f"({u64(before, 'packets')}, {u64(after, 'packets')}; sent {packets})")
-    check(f"{label}: stats discarded == 0 (everything sent while PLAYING)",
-          u64(before, "discarded") == 0 and u64(after, "discarded") == 0,
+    check(f"{label}: stats discarded == 0 (everything sent while PLAYING)"
+          + (f", but for at most {may_discard} late markers at the stop" if may_discard else ""),
+          u64(before, "discarded") == 0 and u64(after, "discarded") <= may_discard,
           f"({u64(before, 'discarded')}, after NULL {u64(after, 'discarded')})")
     # rx-fill-ring-empty may count a kernel look at an empty fill ring while
     # the thread refills; drops are what lose packets.
@@ -347,7 +350,10 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
         got = recorder.packets()
         data = [p[3] for p in got if p[3] not in markers]
         check(f"queues={q}-{q}: a marker captured", seen)
-        check_stats(f"queues={q}-{q}", before[0], after[0], len(got), 1)
+        # The stop comes once one marker is seen; this queue's later markers
+        # may arrive meanwhile, held in the open batch and discarded at NULL.
+        late = len(markers) - sum(1 for p in got if p[3] in markers)
+        check_stats(f"queues={q}-{q}", before[0], after[0], len(got), 1, may_discard=late)
         per_queue.append(data)
     counts = [len(d) for d in per_queue]
     check("queue by queue: every packet captured exactly once overall",
