@@ -339,7 +339,6 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
 
   std::unique_ptr<XdpCapture> cap(
       new XdpCapture(std::move(allocate), std::move(discard), s.batch_capacity_bytes));
-  cap->interface_ = s.interface;
   cap->busy_poll_ = s.busy_poll;
   cap->ifindex_ = ifindex;
   cap->queue_ids_ = ids;
@@ -494,11 +493,7 @@ void XdpCapture::stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  for (auto &q : queues_) {
-    const uint64_t one = 1;
-    if (write(q->wake_fd, &one, sizeof one) < 0) {
-    } // an eventfd write fails only on overflow: it is awake then
-  }
+  wake_threads();
   changed_.notify_all();
   for (auto &q : queues_)
     if (q->thread.joinable()) q->thread.join();

@@ -135,7 +135,6 @@ private:
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<uint32_t> queue_ids_;
   bool zero_copy_ = false, native_ = false;
-  std::string interface_;
   int ifindex_ = 0;
   int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
   uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
