@@ -26,7 +26,12 @@ struct CoreConfig {
   uint8_t acl_default_action; // GPP_ACL_* for packets no rule matches
   const uint8_t *acl;         // ACL blob (acl.h) in memory the executor reads, or nullptr
   const uint8_t *dpi;         // DPI blob (dpi.h) likewise, or nullptr
+  uint8_t decap;              // 1: walk into tunnels (gpupacketproc decap=inner) when given a GppTunnelInfo
+  uint16_t vxlan_ports[2];    // UDP destination ports taken as VXLAN; 0 = unused
 };
+
+// VXLAN's IANA port (RFC 7348); Linux's vxlan device used 8472 before it existed.
+constexpr uint16_t kVxlanPort = 4789;
 
 // The key of the Intel 82599 / Microsoft RSS verification suite, used by most
 // NIC drivers as their default (../shared/data/rss/toeplitz_vectors.csv).
@@ -85,9 +90,25 @@ constexpr uint16_t kEthertypeMplsUnicast = 0x8847;
 constexpr uint16_t kEthertypeMplsMulticast = 0x8848;
 constexpr uint16_t kMinEthertype = 0x0600; // smaller values are 802.3 lengths
 constexpr int kMaxMplsLabels = 16;
+// Encapsulations the tunnel walk opens (decap=inner).
+constexpr uint16_t kEthertypeTeb = 0x6558;         // transparent Ethernet bridging (GRE, GENEVE)
+constexpr uint16_t kEthertypeErspan12 = 0x88be;    // ERSPAN type I (no GRE sequence) and II
+constexpr uint16_t kEthertypeErspan3 = 0x22eb;
+constexpr uint16_t kEthertypePppoeSession = 0x8864;
+constexpr uint16_t kEthertypePbb = 0x88e7;
+constexpr uint16_t kEthertypeVnTag = 0x8926;
+constexpr uint16_t kEthertypeETag = 0x893f;
+constexpr uint16_t kPortGeneve = 6081;
+constexpr uint16_t kPortGtpU = 2152;
+constexpr uint16_t kPortTeredo = 3544;
+constexpr uint16_t kPortGreInUdp = 4754;
+constexpr int kMaxGtpExtensionHeaders = 8;
 
 constexpr uint8_t kProtoHopByHop = 0;
 constexpr uint8_t kProtoIcmp = 1;
+constexpr uint8_t kProtoIpInIp = 4;
+constexpr uint8_t kProtoIpv6InIp = 41;
+constexpr uint8_t kProtoGre = 47;
 constexpr uint8_t kProtoTcp = 6;
 constexpr uint8_t kProtoUdp = 17;
 constexpr uint8_t kProtoRouting = 43;
@@ -99,6 +120,10 @@ constexpr uint8_t kProtoSctp = 132;
 
 GPP_HOST_DEVICE inline uint16_t load_be16(const uint8_t *p) {
   return static_cast<uint16_t>((p[0] << 8) | p[1]);
+}
+
+GPP_HOST_DEVICE inline uint32_t load_be24(const uint8_t *p) {
+  return (static_cast<uint32_t>(p[0]) << 16) | (static_cast<uint32_t>(p[1]) << 8) | p[2];
 }
 
 GPP_HOST_DEVICE inline uint32_t load_be32(const uint8_t *p) {
@@ -139,6 +164,14 @@ struct Packet {
   const uint8_t *bytes;
   uint32_t caplen;
   uint32_t wirelen;
+};
+
+// Where an IP layer's payload lies, for the tunnel walk (IP-in-IP and GRE
+// have no header parse_l4 reads).
+struct IpPayload {
+  uint32_t offset = 0; // first byte after the IP header and IPv6 extension headers
+  uint32_t end = 0;    // end of the datagram by its IP header
+  bool reached = false; // the parse got to the payload (not a later fragment, nothing broken)
 };
 
 // Where the IP layer says the upper layer lives, for checksums.
@@ -288,7 +321,7 @@ GPP_HOST_DEVICE inline bool ipv4_options_valid(const uint8_t *ip, uint32_t heade
 }
 
 GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg, uint32_t off,
-                                       GppResult &r) {
+                                       GppResult &r, IpPayload *payload) {
   const uint8_t *ip = pkt.bytes + off;
   if ((ip[0] >> 4) != 4) {
     r.status |= GPP_STATUS_BAD_IP_VERSION;
@@ -343,6 +376,7 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
   span.checksum_verifiable = !is_fragment;
   span.pseudo_src = nullptr;
   span.pseudo_dst = nullptr;
+  if (payload) *payload = IpPayload{span.offset, off + total_len, true};
   parse_l4(pkt, cfg, span, off + total_len, r);
 }
 
@@ -382,7 +416,7 @@ GPP_HOST_DEVICE inline const uint8_t *routing_final_destination(const uint8_t *r
 }
 
 GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg, uint32_t off,
-                                       GppResult &r) {
+                                       GppResult &r, IpPayload *payload) {
   const uint8_t *ip = pkt.bytes + off;
   if ((ip[0] >> 4) != 6) {
     r.status |= GPP_STATUS_BAD_IP_VERSION;
@@ -485,6 +519,7 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
   span.checksum_verifiable = !more_fragments;
   span.pseudo_src = home_address;
   span.pseudo_dst = final_dst;
+  if (payload) *payload = IpPayload{cur, ip_end, true};
   parse_l4(pkt, cfg, span, ip_end, r);
 }
 
@@ -607,15 +642,417 @@ GPP_HOST_DEVICE inline uint8_t ip_version_of_family(uint32_t family) {
   return 0;
 }
 
-// The link, network and transport layers of one packet into `r`.
+// Where an IP header starts, and what says its version.
+struct L3Start {
+  uint32_t offset;
+  uint8_t ip_guess; // 4, 6, or 0 = read the version nibble
+  bool over_mpls;   // after an MPLS label stack: a nibble other than 4 or 6 is no error
+};
+
+// ---- the tunnel walk (decap=inner) -----------------------------------------
+// An encapsulation found in a parsed packet: the packet inside it.
+struct InnerPacket {
+  uint32_t offset; // first byte of the inner Ethernet header, or of the inner IP header
+  uint32_t end;    // end of the carrier's payload: the inner packet is read within it
+  uint8_t ip_guess; // inner IP (not Ethernet): 4 or 6
+  bool ethernet;    // an Ethernet frame (VXLAN, GENEVE, GRE/TEB, ERSPAN), else an IP packet
+  uint8_t type;     // GPP_TUNNEL_*
+  uint32_t id;
+};
+
+// Whether the tunnel header bytes [.., end) lie within the carrier's payload
+// (ending at declared_end) and were captured; flags the packet if not.
+GPP_HOST_DEVICE inline bool tunnel_header_fits(const Packet &pkt, uint32_t end, uint32_t declared_end,
+                                               GppResult &r) {
+  if (end > declared_end) {
+    r.status |= GPP_STATUS_BAD_TUNNEL;
+    return false;
+  }
+  if (end > pkt.caplen) {
+    r.status |= short_header_flag(end, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
+    return false;
+  }
+  return true;
+}
+
+// A level more to the walk; false (and the depth flag) when the walk is as
+// deep as it may go: the main fields then stay those of the carrying packet.
+GPP_HOST_DEVICE inline bool enter_tunnel(GppTunnelInfo &walk, uint8_t type, uint32_t id, GppResult &r) {
+  if (walk.tunnel_count == GPP_MAX_TUNNEL_DEPTH) {
+    r.status |= GPP_STATUS_TUNNEL_DEPTH;
+    return false;
+  }
+  walk.tunnel_types[walk.tunnel_count++] = type;
+  walk.tunnel_id = id;
+  return true;
+}
+
+// GRE (RFC 2784 / 2890) at `h`, and ERSPAN over it.  Version 1 (PPTP) and
+// RFC 1701 routing are not opened.
+GPP_HOST_DEVICE inline bool find_gre(const Packet &pkt, uint32_t h, uint32_t declared_end, GppResult &r,
+                                     InnerPacket &in) {
+  if (!tunnel_header_fits(pkt, h + 4, declared_end, r)) return false;
+  const uint8_t *g = pkt.bytes + h;
+  const bool checksum = g[0] & 0x80, routing = g[0] & 0x40, key = g[0] & 0x20, sequence = g[0] & 0x10;
+  if ((g[1] & 0x07) != 0 || routing) {
+    r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+    return false;
+  }
+  const uint32_t key_at = h + 4 + (checksum ? 4u : 0u);
+  const uint32_t header_end = key_at + (key ? 4u : 0u) + (sequence ? 4u : 0u);
+  if (!tunnel_header_fits(pkt, header_end, declared_end, r)) return false;
+  const uint16_t proto = load_be16(g + 2);
+  in.type = GPP_TUNNEL_GRE;
+  in.id = key ? load_be32(pkt.bytes + key_at) : 0;
+  in.offset = header_end;
+  in.ethernet = false;
+  in.ip_guess = 0;
+  if (proto == kEthertypeIPv4 || proto == kEthertypeIPv6) {
+    in.ip_guess = proto == kEthertypeIPv4 ? 4 : 6;
+  } else if (proto == kEthertypeTeb) {
+    in.ethernet = true;
+  } else if (proto == kEthertypeErspan12 && !sequence) { // type I: the mirrored frame follows
+    in.type = GPP_TUNNEL_ERSPAN;
+    in.id = 0;
+    in.ethernet = true;
+  } else if (proto == kEthertypeErspan12 || proto == kEthertypeErspan3) {
+    // Type II: an 8-byte header (version 1); type III: 12 bytes (version 2)
+    // and an 8-byte platform header when its O bit is set.
+    const bool type3 = proto == kEthertypeErspan3;
+    if (!tunnel_header_fits(pkt, header_end + (type3 ? 12u : 8u), declared_end, r)) return false;
+    const uint8_t *e = pkt.bytes + header_end;
+    if ((e[0] >> 4) != (type3 ? 2 : 1)) {
+      r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+      return false;
+    }
+    const uint32_t length = type3 ? 12u + ((e[11] & 1) ? 8u : 0u) : 8u;
+    if (!tunnel_header_fits(pkt, header_end + length, declared_end, r)) return false;
+    in.type = GPP_TUNNEL_ERSPAN;
+    in.id = load_be16(e + 2) & 0x3ff;
+    in.offset = header_end + length;
+    in.ethernet = true;
+  } else {
+    r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+    return false;
+  }
+  return true;
+}
+
+// The tunnel a UDP datagram carries, by its ports.  Teredo is a guess (any
+// UDP on port 3544): a payload that is no IPv6 packet is plain UDP, no error.
+GPP_HOST_DEVICE inline bool find_udp_tunnel(const Packet &pkt, const CoreConfig &cfg,
+                                            const IpPayload &payload, GppResult &r, InnerPacket &in) {
+  const uint32_t h = r.l4_offset + 8;
+  const uint32_t udp_length = load_be16(pkt.bytes + r.l4_offset + 4); // 0: a jumbogram's
+  const uint32_t declared_end = udp_length ? r.l4_offset + udp_length : payload.end;
+  const uint16_t dport = r.dport, sport = r.sport;
+  in.end = declared_end;
+  in.ethernet = false;
+  in.ip_guess = 0;
+  if (dport != 0 && (dport == cfg.vxlan_ports[0] || dport == cfg.vxlan_ports[1])) {
+    if (!tunnel_header_fits(pkt, h + 8, declared_end, r)) return false;
+    in.type = GPP_TUNNEL_VXLAN;
+    in.id = load_be24(pkt.bytes + h + 4);
+    in.offset = h + 8;
+    in.ethernet = true;
+    return true;
+  }
+  if (dport == kPortGeneve) {
+    if (!tunnel_header_fits(pkt, h + 8, declared_end, r)) return false;
+    const uint8_t *g = pkt.bytes + h;
+    const uint32_t length = 8 + (g[0] & 0x3fu) * 4;
+    const uint16_t proto = load_be16(g + 2);
+    if ((g[0] >> 6) != 0 ||
+        (proto != kEthertypeTeb && proto != kEthertypeIPv4 && proto != kEthertypeIPv6)) {
+      r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+      return false;
+    }
+    if (!tunnel_header_fits(pkt, h + length, declared_end, r)) return false;
+    in.type = GPP_TUNNEL_GENEVE;
+    in.id = load_be24(g + 4);
+    in.offset = h + length;
+    in.ethernet = proto == kEthertypeTeb;
+    in.ip_guess = proto == kEthertypeIPv4 ? 4 : proto == kEthertypeIPv6 ? 6 : 0;
+    return true;
+  }
+  if (dport == kPortGreInUdp) return find_gre(pkt, h, declared_end, r, in);
+  if (dport == kPortGtpU || sport == kPortGtpU) {
+    if (!tunnel_header_fits(pkt, h + 8, declared_end, r)) return false;
+    const uint8_t *g = pkt.bytes + h;
+    if ((g[0] >> 5) != 1 || !(g[0] & 0x10)) { // version 1, protocol type GTP (not GTP')
+      r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+      return false;
+    }
+    if (g[1] != 0xff) return false; // echo, error indication, end marker: no packet inside
+    uint32_t length = 8;
+    if (g[0] & 0x07) { // sequence number, N-PDU number and next extension type follow
+      length = 12;
+      if (!tunnel_header_fits(pkt, h + length, declared_end, r)) return false;
+      uint8_t next = g[11];
+      for (int walked = 0; next != 0; ++walked) {
+        if (walked == kMaxGtpExtensionHeaders) {
+          r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+          return false;
+        }
+        if (!tunnel_header_fits(pkt, h + length + 1, declared_end, r)) return false;
+        const uint32_t ext = pkt.bytes[h + length] * 4u; // in 4-byte units, its last byte names the next
+        if (ext == 0) {
+          r.status |= GPP_STATUS_BAD_TUNNEL;
+          return false;
+        }
+        if (!tunnel_header_fits(pkt, h + length + ext, declared_end, r)) return false;
+        next = pkt.bytes[h + length + ext - 1];
+        length += ext;
+      }
+    }
+    if (!tunnel_header_fits(pkt, h + length + 1, declared_end, r)) return false;
+    const uint8_t nibble = pkt.bytes[h + length] >> 4;
+    if (nibble != 4 && nibble != 6) { // an Ethernet or PPP PDU session
+      r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
+      return false;
+    }
+    in.type = GPP_TUNNEL_GTPU;
+    in.id = load_be32(g + 4);
+    in.offset = h + length;
+    in.ip_guess = nibble;
+    return true;
+  }
+  if (dport == kPortTeredo || sport == kPortTeredo) {
+    // RFC 4380 5.1.1: an authentication indicator, then an origin indication, may precede the IPv6 packet.
+    const uint32_t end = declared_end < pkt.caplen ? declared_end : pkt.caplen;
+    uint32_t at = h;
+    if (at + 4 <= end && load_be16(pkt.bytes + at) == 0x0001)
+      at += 4 + pkt.bytes[at + 2] + pkt.bytes[at + 3] + 9; // ids, nonce, confirmation
+    if (at + 2 <= end && load_be16(pkt.bytes + at) == 0x0000) at += 8;
+    if (at + 40 > end || (pkt.bytes[at] >> 4) != 6) return false; // not Teredo
+    in.type = GPP_TUNNEL_TEREDO;
+    in.id = 0;
+    in.offset = at;
+    in.ip_guess = 6;
+    return true;
+  }
+  return false;
+}
+
+// The tunnel an IP packet (whose fields `r` holds) carries, if any.  Only a
+// packet that parsed cleanly and whole (no fragment) is opened.
+GPP_HOST_DEVICE inline bool find_ip_tunnel(const Packet &pkt, const CoreConfig &cfg, const IpPayload &payload,
+                                           GppResult &r, InnerPacket &in) {
+  if (r.status != 0 || !payload.reached || (r.ip_flags & GPP_IP_FRAGMENT)) return false;
+  if (r.l4_proto == kProtoUdp)
+    return (r.ip_flags & GPP_IP_L4_PARSED) && find_udp_tunnel(pkt, cfg, payload, r, in);
+  in.end = payload.end;
+  if (r.l4_proto == kProtoGre) return find_gre(pkt, payload.offset, payload.end, r, in);
+  if (r.l4_proto == kProtoIpInIp || r.l4_proto == kProtoIpv6InIp) {
+    in.type = GPP_TUNNEL_IPIP;
+    in.id = 0;
+    in.offset = payload.offset;
+    in.ethernet = false;
+    in.ip_guess = r.l4_proto == kProtoIpInIp ? 4 : 6;
+    return true;
+  }
+  return false;
+}
+
+// The fields a packet inside a tunnel fills anew (the link fields too when
+// it comes with an Ethernet header of its own).
+GPP_HOST_DEVICE inline void clear_network_fields(GppResult &r) {
+  r.status = 0;
+  r.ip_version = r.l4_proto = r.ipv4_checksum = r.l4_checksum = r.ip_flags = 0;
+  r.frag_offset = r.sport = r.dport = 0;
+  r.tcp_flags = r.ttl = r.icmp_type = r.icmp_code = r.ipv6_ext_count = 0;
+  r.l3_offset = 0;
+  r.l4_offset = r.payload_length = r.payload_offset = r.ip_length = 0;
+  for (int i = 0; i < 16; ++i) r.src[i] = r.dst[i] = 0;
+}
+
+GPP_HOST_DEVICE inline void clear_link_fields(GppResult &r) {
+  r.ethertype = 0;
+  for (int i = 0; i < GPP_MAX_VLANS; ++i) r.vlan_ids[i] = 0;
+  r.vlan_count = 0;
+  r.mpls_label_count = 0;
+}
+
+// The tags, labels and (walking tunnels) link-layer encapsulations from
+// `ethertype`, whose next header starts at `off`.  True when an IP header
+// follows (`l3`); `pkt` is narrowed to a PPPoE session's payload.
+GPP_HOST_DEVICE inline bool parse_ethertypes(Packet &pkt, uint32_t off, uint16_t ethertype,
+                                             GppResult &r, GppTunnelInfo *walk, L3Start &l3) {
+  const uint8_t *bytes = pkt.bytes;
+  int tags = 0;
+  l3.over_mpls = false;
+  l3.ip_guess = 0;
+  for (;;) {
+    if (ethertype == kEthertypeVlan || ethertype == kEthertypeQinQ || ethertype == kEthertypeQinQOld) {
+      if (tags == GPP_MAX_VLANS) {
+        r.status |= GPP_STATUS_BAD_L2;
+        return false;
+      }
+      if (off + 4 > pkt.caplen) {
+        r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
+        return false;
+      }
+      r.vlan_ids[tags++] = load_be16(bytes + off) & 0x0fff;
+      r.vlan_count = static_cast<uint8_t>(tags);
+      ethertype = load_be16(bytes + off + 2);
+      off += 4;
+      continue;
+    }
+    if (!walk) break;
+    // Link-layer encapsulations: each is a level of the walk.
+    if (ethertype == kEthertypePbb) { // I-TAG, then the customer's addresses and ethertype
+      if (off + 18 > pkt.caplen) {
+        r.status |= short_header_flag(off + 18, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
+        return false;
+      }
+      if (!enter_tunnel(*walk, GPP_TUNNEL_PBB, load_be24(bytes + off + 1), r)) return false;
+      clear_link_fields(r); // the customer frame's tags from here on
+      tags = 0;
+      ethertype = load_be16(bytes + off + 16);
+      off += 18;
+      continue;
+    }
+    if (ethertype == kEthertypeVnTag || ethertype == kEthertypeETag) {
+      const bool vntag = ethertype == kEthertypeVnTag;
+      const uint32_t length = vntag ? 6 : 8; // the tag and the next ethertype
+      if (off + length > pkt.caplen) {
+        r.status |= short_header_flag(off + length, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
+        return false;
+      }
+      const uint32_t id = vntag ? load_be16(bytes + off) & 0x3fffu
+                                : (static_cast<uint32_t>(bytes[off + 5]) << 12) | (load_be16(bytes + off + 2) & 0x0fffu);
+      if (!enter_tunnel(*walk, vntag ? GPP_TUNNEL_VNTAG : GPP_TUNNEL_ETAG, id, r)) return false;
+      ethertype = load_be16(bytes + off + length - 2);
+      off += length;
+      continue;
+    }
+    if (ethertype == kEthertypePppoeSession) {
+      // Version/type 0x11, code 0, session id, length (of the PPP protocol and
+      // payload), then PPP's protocol: only IPv4 and IPv6 go on.
+      if (off + 8 > pkt.caplen) {
+        r.status |= short_header_flag(off + 8, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
+        break;
+      }
+      const uint16_t ppp = load_be16(bytes + off + 6);
+      if (ppp != 0x0021 && ppp != 0x0057) break; // LCP, IPCP, ...: no IP inside
+      const uint32_t end = off + 6 + load_be16(bytes + off + 4);
+      if (bytes[off] != 0x11 || bytes[off + 1] != 0 || end < off + 8 || end > pkt.wirelen) {
+        r.status |= GPP_STATUS_BAD_TUNNEL;
+        break;
+      }
+      if (!enter_tunnel(*walk, GPP_TUNNEL_PPPOE, load_be16(bytes + off + 2), r)) break;
+      r.ethertype = ppp == 0x0021 ? kEthertypeIPv4 : kEthertypeIPv6;
+      l3.offset = off + 8;
+      l3.ip_guess = ppp == 0x0021 ? 4 : 6;
+      if (end < pkt.caplen) pkt.caplen = end;
+      pkt.wirelen = end;
+      return true;
+    }
+    break;
+  }
+  if (ethertype < kMinEthertype) return false; // 802.3 length field: LLC frame, not IP
+  r.ethertype = ethertype;
+  if (ethertype == kEthertypeIPv4) {
+    l3.ip_guess = 4;
+  } else if (ethertype == kEthertypeIPv6) {
+    l3.ip_guess = 6;
+  } else if (ethertype == kEthertypeMplsUnicast || ethertype == kEthertypeMplsMulticast) {
+    // Skip the label stack; like Wireshark, take the payload as IP when its
+    // first nibble says 4 or 6 (anything else is a pseudowire or unknown).
+    l3.over_mpls = true;
+    bool bottom = false;
+    while (!bottom) {
+      if (r.mpls_label_count == kMaxMplsLabels) {
+        r.status |= GPP_STATUS_BAD_L2;
+        return false;
+      }
+      if (off + 4 > pkt.caplen) {
+        r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
+        return false;
+      }
+      bottom = bytes[off + 2] & 1;
+      off += 4;
+      ++r.mpls_label_count;
+    }
+  } else {
+    return false; // ARP, LLDP, ...: not IP
+  }
+  l3.offset = off;
+  return true;
+}
+
+// The IP header at `l3` and what follows it.
+GPP_HOST_DEVICE inline void parse_network(const Packet &pkt, const CoreConfig &cfg, const L3Start &l3,
+                                          GppResult &r, IpPayload *payload) {
+  const uint32_t off = l3.offset;
+  if (off > 0xffff) { // deep in tunnels, past what l3_offset holds
+    r.status |= GPP_STATUS_BAD_TUNNEL;
+    return;
+  }
+  if (off >= pkt.caplen) {
+    r.status |= short_header_flag(off + 1, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+    return;
+  }
+  r.l3_offset = static_cast<uint16_t>(off);
+  uint8_t ip_guess = l3.ip_guess;
+  if (ip_guess == 0) {
+    const uint8_t nibble = pkt.bytes[off] >> 4;
+    if (nibble != 4 && nibble != 6) {
+      if (!l3.over_mpls) r.status |= GPP_STATUS_BAD_IP_VERSION;
+      return;
+    }
+    ip_guess = nibble;
+  }
+  if (ip_guess == 4) parse_ipv4(pkt, cfg, off, r, payload);
+  else parse_ipv6(pkt, cfg, off, r, payload);
+}
+
+// Into the tunnels of a packet whose outer layers `r` holds, level by level,
+// to the innermost packet (or as deep as GPP_MAX_TUNNEL_DEPTH allows): the
+// main fields end up describing it, `walk` the levels passed.
+GPP_HOST_DEVICE inline void walk_tunnels(const CoreConfig &cfg, Packet pkt, IpPayload payload,
+                                         GppResult &r, GppTunnelInfo &walk) {
+  for (;;) {
+    InnerPacket in;
+    if (!find_ip_tunnel(pkt, cfg, payload, r, in)) return;
+    if (!enter_tunnel(walk, in.type, in.id, r)) return;
+    walk.outer_ip_version = r.ip_version;
+    walk.outer_l4_proto = r.l4_proto;
+    walk.outer_sport = r.l4_proto == kProtoUdp ? r.sport : 0;
+    walk.outer_dport = r.l4_proto == kProtoUdp ? r.dport : 0;
+    copy_bytes(walk.outer_src, r.src, 16);
+    copy_bytes(walk.outer_dst, r.dst, 16);
+    clear_network_fields(r);
+    // The inner packet is read within the carrier's payload.
+    if (in.end < pkt.caplen) pkt.caplen = in.end;
+    if (in.end < pkt.wirelen) pkt.wirelen = in.end;
+    L3Start l3{in.offset, in.ip_guess, false};
+    if (in.ethernet) {
+      clear_link_fields(r);
+      if (in.offset + 14 > pkt.caplen) {
+        r.status |= short_header_flag(in.offset + 14, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
+        return;
+      }
+      if (!parse_ethertypes(pkt, in.offset + 14, load_be16(pkt.bytes + in.offset + 12), r, &walk, l3))
+        return;
+    } else {
+      r.ethertype = in.ip_guess == 4 ? kEthertypeIPv4 : kEthertypeIPv6; // IP carried directly
+    }
+    payload = IpPayload{};
+    parse_network(pkt, cfg, l3, r, &payload);
+  }
+}
+
+
+// The link, network and transport layers of one packet into `r`; with
+// `walk` (and cfg.decap), into its tunnels too.
 GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, uint32_t wirelen,
-                                         uint32_t linktype, const CoreConfig &cfg, GppResult &r) {
-  const Packet pkt{bytes, caplen, wirelen < caplen ? caplen : wirelen};
+                                         uint32_t linktype, const CoreConfig &cfg, GppResult &r,
+                                         GppTunnelInfo *walk) {
+  Packet pkt{bytes, caplen, wirelen < caplen ? caplen : wirelen};
   uint32_t off = 0;
-  uint16_t ethertype = 0;
   bool has_ethertype = true;
-  uint8_t ip_guess = 0; // 4, 6, or 0 = read the version nibble
-  bool over_mpls = false;
+  L3Start l3{0, 0, false};
 
   switch (linktype) {
   case GPP_LINKTYPE_ETHERNET:
@@ -646,79 +1083,26 @@ GPP_HOST_DEVICE inline void parse_layers(const uint8_t *bytes, uint32_t caplen, 
   }
 
   if (has_ethertype) {
-    ethertype = load_be16(bytes + (linktype == GPP_LINKTYPE_LINUX_SLL2 ? 0 : off - 2));
-    int tags = 0;
-    while (ethertype == kEthertypeVlan || ethertype == kEthertypeQinQ ||
-           ethertype == kEthertypeQinQOld) {
-      if (tags == GPP_MAX_VLANS) {
-        r.status |= GPP_STATUS_BAD_L2;
-        return;
-      }
-      if (off + 4 > pkt.caplen) {
-        r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
-        return;
-      }
-      r.vlan_ids[tags++] = load_be16(bytes + off) & 0x0fff;
-      r.vlan_count = static_cast<uint8_t>(tags);
-      ethertype = load_be16(bytes + off + 2);
-      off += 4;
-    }
-    if (ethertype < kMinEthertype) return; // 802.3 length field: LLC frame, not IP
-    r.ethertype = ethertype;
-    if (ethertype == kEthertypeIPv4) {
-      ip_guess = 4;
-    } else if (ethertype == kEthertypeIPv6) {
-      ip_guess = 6;
-    } else if (ethertype == kEthertypeMplsUnicast || ethertype == kEthertypeMplsMulticast) {
-      // Skip the label stack; like Wireshark, take the payload as IP when its
-      // first nibble says 4 or 6 (anything else is a pseudowire or unknown).
-      over_mpls = true;
-      bool bottom = false;
-      while (!bottom) {
-        if (r.mpls_label_count == kMaxMplsLabels) {
-          r.status |= GPP_STATUS_BAD_L2;
-          return;
-        }
-        if (off + 4 > pkt.caplen) {
-          r.status |= short_header_flag(off + 4, pkt.wirelen, GPP_STATUS_BAD_L2);
-          return;
-        }
-        bottom = bytes[off + 2] & 1;
-        off += 4;
-        ++r.mpls_label_count;
-      }
-    } else {
-      return; // ARP, LLDP, ...: not IP
-    }
+    const uint16_t ethertype = load_be16(bytes + (linktype == GPP_LINKTYPE_LINUX_SLL2 ? 0 : off - 2));
+    if (!parse_ethertypes(pkt, off, ethertype, r, walk, l3)) return;
   } else if (linktype == GPP_LINKTYPE_NULL || linktype == GPP_LINKTYPE_LOOP) {
     // DLT_NULL stores the family in the capturing host's byte order; a value
     // below 256 tells which order it was.
     uint32_t family = load_be32(bytes);
     if (linktype == GPP_LINKTYPE_NULL && (family & 0xffff) == 0)
       family = bytes[0] | (bytes[1] << 8);
-    ip_guess = ip_version_of_family(family);
-    if (ip_guess == 0) return;
-  } else if (linktype == GPP_LINKTYPE_IPV4) {
-    ip_guess = 4;
-  } else if (linktype == GPP_LINKTYPE_IPV6) {
-    ip_guess = 6;
+    l3 = L3Start{off, ip_version_of_family(family), false};
+    if (l3.ip_guess == 0) return;
+  } else {
+    l3.ip_guess = linktype == GPP_LINKTYPE_IPV4 ? 4 : linktype == GPP_LINKTYPE_IPV6 ? 6 : 0;
   }
-
-  if (off >= pkt.caplen) {
-    r.status |= short_header_flag(off + 1, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
+  if (!walk) {
+    parse_network(pkt, cfg, l3, r, nullptr);
     return;
   }
-  r.l3_offset = static_cast<uint16_t>(off);
-  if (ip_guess == 0) {
-    const uint8_t nibble = bytes[off] >> 4;
-    if (nibble != 4 && nibble != 6) {
-      if (!over_mpls) r.status |= GPP_STATUS_BAD_IP_VERSION;
-      return;
-    }
-    ip_guess = nibble;
-  }
-  if (ip_guess == 4) parse_ipv4(pkt, cfg, off, r);
-  else parse_ipv6(pkt, cfg, off, r);
+  IpPayload payload;
+  parse_network(pkt, cfg, l3, r, &payload);
+  walk_tunnels(cfg, pkt, payload, r, *walk);
 }
 
 } // namespace detail
@@ -731,12 +1115,15 @@ enum class ClassifyStages { kInline, kDeferred };
 
 // Parses one packet into `r`.  Reads at most `caplen` bytes of `bytes`.
 // `rss_table`, when given, is RssTable of cfg.rss_key (same hashes, faster).
+// `tunnel`, when given, is cleared and, with cfg.decap, receives the tunnels
+// walked: `r` then describes the innermost packet (GppTunnelInfo).
 GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen,
                                            uint32_t wirelen, uint32_t linktype,
                                            uint64_t packet_number, uint64_t timestamp_ns,
                                            const CoreConfig &cfg, GppResult &r,
                                            ClassifyStages stages = ClassifyStages::kInline,
-                                           const detail::RssTable *rss_table = nullptr) {
+                                           const detail::RssTable *rss_table = nullptr,
+                                           GppTunnelInfo *tunnel = nullptr) {
   // Value-initialised, not zeroed through another type: kernels keep the
   // record in registers, where a type-punned clear is invisible to the
   // optimiser (it then saw the ACL stage read fields never written).
@@ -747,7 +1134,8 @@ GPP_HOST_DEVICE inline void process_packet(const uint8_t *bytes, uint32_t caplen
   r.wirelen = wirelen;
   r.acl_rule = -1;
   r.dpi_pattern = -1;
-  detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r);
+  if (tunnel) *tunnel = GppTunnelInfo{};
+  detail::parse_layers(bytes, caplen, wirelen, linktype, cfg, r, cfg.decap ? tunnel : nullptr);
   if (rss_table)
     r.rss_hash = detail::rss_hash(cfg, r, [rss_table](int offset, uint32_t word) {
       return rss_table->word(offset, word);

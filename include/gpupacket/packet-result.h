@@ -7,6 +7,7 @@
 #ifndef GPUPACKET_PACKET_RESULT_H
 #define GPUPACKET_PACKET_RESULT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -28,7 +29,10 @@ extern "C" {
   X (BAD_EXT_HEADER,   6, "bad_ext_header",   "IPv6 extension header runs past the IPv6 payload or its options overrun it") \
   X (EXT_CHAIN_LIMIT,  7, "ext_chain_limit",  "IPv6 extension-header walk gave up after GPP_MAX_IPV6_EXT_HEADERS headers") \
   X (BAD_L4_HEADER,    8, "bad_l4_header",    "TCP data offset below 5, UDP length field wrong, or L4 header longer than the IP payload") \
-  X (BAD_IP_OPTIONS,   9, "bad_ip_options",   "IPv4 options overrun the header or have a wrong length")
+  X (BAD_IP_OPTIONS,   9, "bad_ip_options",   "IPv4 options overrun the header or have a wrong length") \
+  X (BAD_TUNNEL,      10, "bad_tunnel",       "decap=inner: an encapsulation header is malformed or runs past the packet; the walk stopped at the packet that carries it") \
+  X (UNKNOWN_TUNNEL,  11, "unknown_tunnel",   "decap=inner: an encapsulation the walk does not open (GRE version, routing or protocol, GENEVE protocol, ERSPAN version, GTP-U non-IP); the walk stopped at the packet that carries it") \
+  X (TUNNEL_DEPTH,    12, "tunnel_depth",     "decap=inner: more than GPP_MAX_TUNNEL_DEPTH nested encapsulations; the walk stopped at that depth")
 
 enum {
 #define GPP_STATUS_ENUM_(flag, bit, name, meaning) GPP_STATUS_##flag = 1u << (bit),
@@ -104,6 +108,72 @@ static_assert (sizeof (GppResult) == 128, "GppResult is a fixed 128-byte record"
 #else
 _Static_assert (sizeof (GppResult) == 128, "GppResult is a fixed 128-byte record");
 #endif
+
+/* ---- decap=inner: the tunnels walked ------------------------------------
+ *
+ * With gpupacketproc's decap=inner the main fields of GppResult describe the
+ * innermost packet the walk reached, and each record has a GppTunnelInfo.
+ * The results caps then say record-size=176 (GPP_RESULTS_RECORD_SIZE_TUNNELS)
+ * instead of 128, and a buffer of N packets holds N GppResult followed by N
+ * GppTunnelInfo (two planes: the GppResult plane is laid out exactly as with
+ * record-size=128).  A reader that knows only record-size=128 does not link
+ * to such a stream (not-negotiated) instead of misreading it.
+ *
+ * X (type, value, text name used by packetresultenc, what it is and its id). */
+#define GPP_MAX_TUNNEL_DEPTH 4  /* encapsulation levels walked, at most */
+#define GPP_TUNNEL_TYPES(X) \
+  X (VXLAN,   1, "vxlan",  "VXLAN (UDP 4789, or the element's vxlan-ports); id: the VNI") \
+  X (GENEVE,  2, "geneve", "GENEVE (UDP 6081), options skipped; id: the VNI") \
+  X (GRE,     3, "gre",    "GRE (IP protocol 47, or UDP 4754 as RFC 8086) with IPv4, IPv6 or Ethernet (NVGRE) inside; id: the key, 0 without one") \
+  X (ERSPAN,  4, "erspan", "ERSPAN type I, II or III over GRE; id: the session id (type I: 0)") \
+  X (GTPU,    5, "gtpu",   "GTP-U version 1 G-PDU (UDP 2152), extension headers skipped; id: the TEID") \
+  X (IPIP,    6, "ipip",   "IPv4 or IPv6 in IPv4 or IPv6 (IP protocol 4 or 41); id: 0") \
+  X (TEREDO,  7, "teredo", "Teredo (UDP 3544): IPv6 in UDP, authentication and origin headers skipped; id: 0") \
+  X (PPPOE,   8, "pppoe",  "PPPoE session (ethertype 0x8864) with PPP IPv4 or IPv6; id: the session id") \
+  X (PBB,     9, "pbb",    "802.1ah provider backbone bridging (0x88e7); id: the I-SID") \
+  X (VNTAG,  10, "vntag",  "VN-Tag (0x8926); id: the destination VIF") \
+  X (ETAG,   11, "etag",   "802.1BR E-Tag (0x893f); id: the E-CID (extension << 12 | base)")
+
+enum {
+#define GPP_TUNNEL_ENUM_(type, value, name, meaning) GPP_TUNNEL_##type = (value),
+  GPP_TUNNEL_TYPES (GPP_TUNNEL_ENUM_)
+#undef GPP_TUNNEL_ENUM_
+};
+
+#define GPP_RESULTS_RECORD_SIZE 128          /* caps record-size: GppResult only */
+#define GPP_RESULTS_RECORD_SIZE_TUNNELS 176  /* caps record-size: GppResult + GppTunnelInfo planes */
+
+typedef struct GppTunnelInfo {
+  uint32_t tunnel_id;       /* the innermost level's id (see GPP_TUNNEL_TYPES); 0 where it has none */
+  uint8_t tunnel_count;     /* levels walked through to the packet of the main fields; 0: none */
+  uint8_t tunnel_types[GPP_MAX_TUNNEL_DEPTH]; /* GPP_TUNNEL_* per level, outermost first; 0 past tunnel_count */
+  uint8_t outer_ip_version; /* 4 or 6: the IP header that carries the innermost IP-borne tunnel
+                             * (every type but PPPoE, PBB, VN-Tag and E-Tag); 0: none walked */
+  uint8_t outer_l4_proto;   /* its protocol: 17 (UDP tunnels), 47 (GRE, ERSPAN), 4 or 41 (IP-in-IP) */
+  uint8_t reserved0;
+  uint16_t outer_sport;     /* its UDP ports for UDP tunnels, else 0 */
+  uint16_t outer_dport;
+  uint8_t outer_src[16];    /* its addresses; IPv4 uses the first 4 bytes */
+  uint8_t outer_dst[16];
+} GppTunnelInfo;
+
+#ifdef __cplusplus
+static_assert (sizeof (GppTunnelInfo) == 48, "GppTunnelInfo is a fixed 48-byte record");
+static_assert (GPP_RESULTS_RECORD_SIZE_TUNNELS == sizeof (GppResult) + sizeof (GppTunnelInfo),
+    "a tunnel record is a GppResult and a GppTunnelInfo");
+#else
+_Static_assert (sizeof (GppTunnelInfo) == 48, "GppTunnelInfo is a fixed 48-byte record");
+_Static_assert (GPP_RESULTS_RECORD_SIZE_TUNNELS == sizeof (GppResult) + sizeof (GppTunnelInfo),
+    "a tunnel record is a GppResult and a GppTunnelInfo");
+#endif
+
+/* The GppTunnelInfo plane of a record-size=176 buffer of `size` bytes. */
+static inline const GppTunnelInfo *
+gpp_results_tunnels (const void *data, size_t size)
+{
+  const size_t n = size / GPP_RESULTS_RECORD_SIZE_TUNNELS;
+  return (const GppTunnelInfo *) ((const uint8_t *) data + n * sizeof (GppResult));
+}
 
 #ifdef __cplusplus
 }
