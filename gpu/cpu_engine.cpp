@@ -18,10 +18,12 @@ void process_batch_range(const uint8_t *batch, const CoreConfig &cfg, GppResult 
                          uint32_t begin, uint32_t end) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const GppPacketDesc *descs = gpp_batch_descs(batch);
+  GppTunnelInfo *tunnels = cfg.decap ? tunnel_plane(results, header->packet_count) : nullptr;
   for (uint32_t i = begin; i < end; ++i) {
     const GppPacketDesc &d = descs[i];
     process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype,
-                   d.packet_number, d.timestamp_ns, cfg, results[i]);
+                   d.packet_number, d.timestamp_ns, cfg, results[i], ClassifyStages::kInline,
+                   nullptr, tunnels ? tunnels + i : nullptr);
   }
 }
 

@@ -177,6 +177,8 @@ public:
   virtual bool writes_records() const { return true; }
 
   // Starts a validated batch; returns false with a message on failure.
+  // `results` holds results_bytes(packet_count, cfg): with cfg.decap the
+  // engine fills the tunnel plane after the records too.
   virtual bool submit(const uint8_t *batch, size_t batch_size, uint32_t packet_count,
                       const CoreConfig &cfg, GppResult *results, std::string *error) = 0;
   // Waits for the oldest outstanding batch; its results are then in host memory.

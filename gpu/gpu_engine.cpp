@@ -185,7 +185,7 @@ public:
       return false;
     const uint32_t acl_tuples = acl_tuple_count(cfg.acl);
     StreamSlot &slot = *slots_[head_ % slots_.size()];
-    const size_t results_size = static_cast<size_t>(count) * sizeof(GppResult);
+    const size_t results_size = results_bytes(count, cfg);
     cudaStream_t st = slot.stream.get();
     // With a flow table, the batch kernel counts each packet into it.
     const FlowDeviceTarget flows = flows_ ? flows_->batch_target() : FlowDeviceTarget{};
@@ -423,7 +423,7 @@ public:
 
     post(head_++, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
-    counters_.add(batch_size, static_cast<size_t>(count) * sizeof(GppResult));
+    counters_.add(batch_size, results_bytes(count, cfg));
     return true;
   }
 
@@ -470,7 +470,9 @@ private:
   static bool same_config(const CoreConfig &a, const CoreConfig &b) {
     return std::memcmp(a.rss_key, b.rss_key, sizeof a.rss_key) == 0 &&
            a.symmetric_rss == b.symmetric_rss && a.verify_l4_checksum == b.verify_l4_checksum &&
-           a.acl_default_action == b.acl_default_action && a.acl == b.acl && a.dpi == b.dpi;
+           a.acl_default_action == b.acl_default_action && a.acl == b.acl && a.dpi == b.dpi &&
+           a.decap == b.decap && a.vxlan_ports[0] == b.vxlan_ports[0] &&
+           a.vxlan_ports[1] == b.vxlan_ports[1];
   }
 
   // Posts job `ticket`: its batch (written before) and then its two words,

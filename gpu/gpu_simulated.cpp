@@ -212,8 +212,10 @@ public:
     // (as it would on a GPU), not the right answer by luck.
     std::shared_ptr<std::vector<GppResult>> device_records;
     if (!records_to_host_) {
-      std::memset(static_cast<void *>(results), 0xa5, static_cast<size_t>(count) * sizeof(GppResult));
-      device_records = std::make_shared<std::vector<GppResult>>(count);
+      std::memset(static_cast<void *>(results), 0xa5, results_bytes(count, cfg));
+      // Room for the tunnel plane after the records (176 / 128 records' worth).
+      device_records = std::make_shared<std::vector<GppResult>>(
+          results_bytes(count, cfg) / sizeof(GppResult) + 1);
       results = device_records->data();
     }
     if (instant_) {
@@ -222,7 +224,7 @@ public:
     }
     jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_, flows_, device_records});
     counters_.bytes_h2d += batch_size;
-    if (records_to_host_) counters_.bytes_d2h += static_cast<uint64_t>(count) * sizeof(GppResult);
+    if (records_to_host_) counters_.bytes_d2h += results_bytes(count, cfg);
     if (!instant_) changed_.notify_all(); // the worker has nothing to do for instant ones
     return true;
   }

@@ -33,6 +33,22 @@ struct CoreConfig {
 // VXLAN's IANA port (RFC 7348); Linux's vxlan device used 8472 before it existed.
 constexpr uint16_t kVxlanPort = 4789;
 
+// Bytes of the results of `count` packets: their GppResult records, and with
+// cfg.decap their GppTunnelInfo plane after them (packet-result.h).
+GPP_HOST_DEVICE inline size_t results_bytes(uint32_t count, const CoreConfig &cfg) {
+  return static_cast<size_t>(count) *
+         (cfg.decap ? GPP_RESULTS_RECORD_SIZE_TUNNELS : GPP_RESULTS_RECORD_SIZE);
+}
+
+// The GppTunnelInfo plane of the results of `count` packets (with cfg.decap).
+GPP_HOST_DEVICE inline GppTunnelInfo *tunnel_plane(GppResult *results, uint32_t count) {
+  return reinterpret_cast<GppTunnelInfo *>(results + count);
+}
+GPP_HOST_DEVICE inline const GppTunnelInfo *tunnel_plane(const GppResult *results, uint32_t count) {
+  return reinterpret_cast<const GppTunnelInfo *>(results + count);
+}
+
+
 // The key of the Intel 82599 / Microsoft RSS verification suite, used by most
 // NIC drivers as their default (../shared/data/rss/toeplitz_vectors.csv).
 constexpr uint8_t kDefaultRssKey[kRssKeySize] = {

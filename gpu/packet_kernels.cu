@@ -31,18 +31,24 @@ __host__ __device__ __forceinline__ uint32_t dpi_packets_per_block(uint32_t pack
   return per < 1 ? 1 : per > kThreadsPerBlock ? kThreadsPerBlock : per;
 }
 
-__device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t i, const CoreConfig &cfg,
-                                            GppResult &out, ClassifyStages stages,
-                                            const FlowDeviceTarget &flows) {
+// kDecap: walk into tunnels (cfg.decap) and write each packet's
+// GppTunnelInfo to the plane after the records; a build of its own, so
+// that without it the kernels stay as they were.
+template <bool kDecap>
+__device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t packet_count, uint32_t i,
+                                            const CoreConfig &cfg, GppResult *results,
+                                            ClassifyStages stages, const FlowDeviceTarget &flows) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const auto *descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
   const GppPacketDesc d = descs[i];
   // The core updates its record field by field: build it in registers and
   // store it once, rather than read-modify-write memory at every step.
   GppResult r;
+  GppTunnelInfo t;
   process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype, d.packet_number,
-                 d.timestamp_ns, cfg, r, stages);
-  out = r;
+                 d.timestamp_ns, cfg, r, stages, nullptr, kDecap ? &t : nullptr);
+  results[i] = r;
+  if (kDecap) store_tunnel_info(tunnel_plane(results, packet_count) + i, t);
   if (flows.table.slots) flow_count_packet(flows, r);
 }
 
@@ -66,7 +72,7 @@ constexpr uint32_t kZeroCopyStageBytes = 16 << 10;
 // and leave in 16-byte stores (over PCIe in zero-copy mode: full-line writes
 // instead of field-sized ones).  kStage: copy the block's packets to shared
 // memory first (zero-copy).
-template <bool kStage>
+template <bool kStage, bool kDecap>
 __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint32_t packet_count,
                                                      uint32_t per_block, const CoreConfig &cfg,
                                                      GppResult *results,
@@ -110,9 +116,11 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
     // The core updates its record field by field: build it in registers and
     // store it once, rather than read-modify-write memory at every step.
     GppResult r;
+    GppTunnelInfo t;
     process_packet(base + d.offset, d.caplen, d.wirelen, linktype, d.packet_number,
-                   d.timestamp_ns, cfg, r, ClassifyStages::kDeferred);
+                   d.timestamp_ns, cfg, r, ClassifyStages::kDeferred, nullptr, kDecap ? &t : nullptr);
     records[threadIdx.x] = r;
+    if (kDecap && results) store_tunnel_info(tunnel_plane(results, packet_count) + first + threadIdx.x, t);
   }
   __syncthreads();
   if (cfg.acl) acl_apply_block(cfg.acl, cfg.acl_default_action, records, n, acl_best);
@@ -147,35 +155,41 @@ constexpr int kDpiMinBlocks = 6, kMinBlocks = 4;
 // keeps every lane busy without cross-thread work.  Only the ACL stage is
 // shared by the block.
 // With a flow table, each thread then counts its packet into it.
-template <int kBlocks>
+template <int kBlocks, bool kDecap>
 __global__ void __launch_bounds__(kThreadsPerBlock, kBlocks)
     process_batch_kernel(const uint8_t *batch, uint32_t packet_count, CoreConfig cfg,
                          GppResult *results, FlowDeviceTarget flows, uint32_t per_block) {
   if (cfg.acl || cfg.dpi) {
-    process_block_staged<false>(batch, packet_count, per_block, cfg, results, flows);
+    process_block_staged<false, kDecap>(batch, packet_count, per_block, cfg, results, flows);
     return;
   }
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < packet_count) process_one(batch, i, cfg, results[i], ClassifyStages::kInline, flows);
+  if (i < packet_count)
+    process_one<kDecap>(batch, packet_count, i, cfg, results, ClassifyStages::kInline, flows);
 }
 
 // Zero-copy: the batch and the results are in mapped host memory.
-template <int kBlocks>
+template <int kBlocks, bool kDecap>
 __global__ void __launch_bounds__(kThreadsPerBlock, kBlocks)
     process_batch_zerocopy_kernel(const uint8_t *batch, uint32_t packet_count, CoreConfig cfg,
                                   GppResult *results, FlowDeviceTarget flows, uint32_t per_block) {
-  process_block_staged<true>(batch, packet_count, per_block, cfg, results, flows);
+  process_block_staged<true, kDecap>(batch, packet_count, per_block, cfg, results, flows);
 }
 
 using ProcessKernel = void (*)(const uint8_t *, uint32_t, CoreConfig, GppResult *,
                                FlowDeviceTarget, uint32_t);
 
 ProcessKernel process_kernel_for(const CoreConfig &cfg) {
-  return cfg.dpi ? process_batch_kernel<kDpiMinBlocks> : process_batch_kernel<kMinBlocks>;
+  if (cfg.decap)
+    return cfg.dpi ? process_batch_kernel<kDpiMinBlocks, true> : process_batch_kernel<kMinBlocks, true>;
+  return cfg.dpi ? process_batch_kernel<kDpiMinBlocks, false> : process_batch_kernel<kMinBlocks, false>;
 }
 ProcessKernel zerocopy_kernel_for(const CoreConfig &cfg) {
-  return cfg.dpi ? process_batch_zerocopy_kernel<kDpiMinBlocks>
-                 : process_batch_zerocopy_kernel<kMinBlocks>;
+  if (cfg.decap)
+    return cfg.dpi ? process_batch_zerocopy_kernel<kDpiMinBlocks, true>
+                   : process_batch_zerocopy_kernel<kMinBlocks, true>;
+  return cfg.dpi ? process_batch_zerocopy_kernel<kDpiMinBlocks, false>
+                 : process_batch_zerocopy_kernel<kMinBlocks, false>;
 }
 
 unsigned blocks_for(uint32_t packet_count, uint32_t per_block) {
@@ -207,13 +221,16 @@ cudaError_t launch_process_batch_zerocopy(const uint8_t *host_batch, uint32_t pa
 
 cudaError_t preload_kernels() {
   cudaFuncAttributes attributes;
-  for (const void *kernel : {reinterpret_cast<const void *>(process_batch_kernel<kMinBlocks>),
-                             reinterpret_cast<const void *>(process_batch_kernel<kDpiMinBlocks>),
-                             reinterpret_cast<const void *>(process_batch_zerocopy_kernel<kMinBlocks>),
-                             reinterpret_cast<const void *>(process_batch_zerocopy_kernel<kDpiMinBlocks>)}) {
-    const cudaError_t e = cudaFuncGetAttributes(&attributes, kernel);
-    if (e != cudaSuccess) return e;
-  }
+  for (bool decap : {false, true})
+    for (bool dpi : {false, true}) {
+      CoreConfig cfg{};
+      cfg.decap = decap;
+      cfg.dpi = dpi ? reinterpret_cast<const uint8_t *>(&attributes) : nullptr; // only tested for null
+      for (ProcessKernel kernel : {process_kernel_for(cfg), zerocopy_kernel_for(cfg)}) {
+        const cudaError_t e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void *>(kernel));
+        if (e != cudaSuccess) return e;
+      }
+    }
   int device = 0;
   const cudaError_t e = cudaGetDevice(&device);
   if (e != cudaSuccess) return e;

@@ -33,6 +33,21 @@ namespace gpp {
                                                         cudaStream_t stream,
                                                         const FlowDeviceTarget &flows = {});
 
+#ifdef __CUDACC__
+// A packet's GppTunnelInfo into the tunnel plane in three 16-byte stores
+// (the plane and its 48-byte entries are 16-byte aligned): over PCIe in
+// zero-copy mode, whole lines rather than field-sized writes.
+__device__ __forceinline__ void store_tunnel_info(GppTunnelInfo *dst, const GppTunnelInfo &t) {
+  static_assert(sizeof(GppTunnelInfo) == 3 * sizeof(uint4), "three 16-byte words");
+  uint4 w[3];
+  memcpy(w, &t, sizeof t);
+  auto *d = reinterpret_cast<uint4 *>(dst);
+  d[0] = w[0];
+  d[1] = w[1];
+  d[2] = w[2];
+}
+#endif
+
 // Arguments of the process kernel as a CUDA graph kernel node holds them; the
 // node's parameter array points into this struct, so keep it alive and at a
 // fixed address while the graph exists.

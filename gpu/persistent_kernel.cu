@@ -239,6 +239,9 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
 // compiler may use every register a thread can have: 236 and no spills
 // (nvcc 13.0), where it had chosen 128 and spilled 608 bytes (1 x pcap-1500B with ET Open
 // 2024: p99 24-27 -> 22 us on the H200, 2026-12-03).
+// kDecap: with cfg.decap, the tunnel walk and the tunnel plane (a build of
+// its own, as packet_kernels.cu's).
+template <bool kDecap>
 __global__ void __launch_bounds__(kPersistentThreads, 1)
     persistent_kernel(const __grid_constant__ PersistentLaunch launch) {
   __shared__ Job job;
@@ -355,10 +358,13 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       if (tid < n) {
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
+        GppTunnelInfo t;
         process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
                        d.packet_number, d.timestamp_ns, launch.cfg, r, ClassifyStages::kDeferred,
-                       rss_table);
+                       rss_table, kDecap ? &t : nullptr);
         records[tid] = r;
+        // Ordered before the block's arrival (and the answer) by the barrier below.
+        if (kDecap) store_tunnel_info(tunnel_plane(job.results, count) + first + tid, t);
       }
       __syncthreads();
       if (launch.cfg.acl)
@@ -432,14 +438,18 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
 
 cudaError_t persistent_max_blocks(int device, unsigned *blocks) {
   int per_sm = 0, sms = 0;
-  cudaError_t e = cudaFuncSetAttribute(persistent_kernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       kDynamicSharedBytes);
-  if (e != cudaSuccess) return e;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, persistent_kernel,
-                                                    kPersistentThreads, kDynamicSharedBytes);
-  if (e != cudaSuccess) return e;
-  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  // Both builds (with and without the tunnel walk): the fewer blocks.
+  for (auto kernel : {persistent_kernel<false>, persistent_kernel<true>}) {
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         kDynamicSharedBytes);
+    if (e != cudaSuccess) return e;
+    int n = 0;
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kPersistentThreads,
+                                                      kDynamicSharedBytes);
+    if (e != cudaSuccess) return e;
+    per_sm = per_sm == 0 || n < per_sm ? n : per_sm;
+  }
+  cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return e;
   *blocks = static_cast<unsigned>(per_sm * sms);
   return cudaSuccess;
@@ -448,7 +458,9 @@ cudaError_t persistent_max_blocks(int device, unsigned *blocks) {
 cudaError_t launch_persistent(const PersistentLaunch &launch, cudaStream_t stream) {
   PersistentLaunch args = launch;
   void *params[] = {&args};
-  cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<void *>(persistent_kernel),
+  void *kernel = launch.cfg.decap ? reinterpret_cast<void *>(persistent_kernel<true>)
+                                  : reinterpret_cast<void *>(persistent_kernel<false>);
+  cudaError_t e = cudaLaunchCooperativeKernel(kernel,
                                               dim3(launch.blocks), dim3(kPersistentThreads),
                                               params, kDynamicSharedBytes, stream);
   if (e != cudaSuccess) return e;

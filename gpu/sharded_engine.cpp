@@ -62,14 +62,17 @@ public:
     // A batch's shares hold its packets once, plus a header, descriptors'
     // alignment and 256-byte placement per share.
     slot_capacity_ = max_batch_bytes + shards_.size() * 512;
-    records_capacity_ = max_batch_bytes / sizeof(GppResult) * sizeof(GppResult);
+    records_capacity_ = max_batch_bytes / sizeof(GppResult) * GPP_RESULTS_RECORD_SIZE_TUNNELS;
     arena_ = make_arena(shards_.front()->device_id,
                         slots_ * (slot_capacity_ + records_capacity_ + 512),
                         HostMemoryKind::Default, error);
     if (!arena_) return false;
     const size_t n = shards_.size();
     slot_packets_.resize(slots_);
-    for (SlotPackets &sp : slot_packets_) sp.first.resize(n);
+    for (SlotPackets &sp : slot_packets_) {
+      sp.first.resize(n);
+      sp.count.resize(n);
+    }
     part_packets_.resize(pool_.threads() * n);
     part_bytes_.resize(pool_.threads() * n);
     share_packets_.resize(n);
@@ -103,9 +106,12 @@ public:
     const GppPacketDesc *descs = gpp_batch_descs(batch);
     // Which device each packet goes to: the symmetric RSS hash of its flow,
     // from the shared core (no ACL, DPI or checksums: only the hash counts).
+    // With decap, the innermost packet's (as the flows are keyed).
     CoreConfig shard_cfg{};
     std::copy(cfg.rss_key, cfg.rss_key + kRssKeySize, shard_cfg.rss_key);
     shard_cfg.symmetric_rss = true;
+    shard_cfg.decap = cfg.decap;
+    std::copy(cfg.vxlan_ports, cfg.vxlan_ports + 2, shard_cfg.vxlan_ports);
     // The key's byte table (as the persistent kernel hashes): a lookup per
     // input byte instead of a bit loop.  Made again when the key changes.
     if (!rss_table_ || !std::equal(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_)) {
@@ -146,9 +152,10 @@ public:
       size_t bytes[kMaxShards] = {};
       for (uint32_t i = first; i < last; ++i) {
         GppResult r;
+        GppTunnelInfo tunnel;
         process_packet(batch + descs[i].offset, descs[i].caplen, descs[i].wirelen,
                        header->linktype, descs[i].packet_number, descs[i].timestamp_ns, shard_cfg,
-                       r, ClassifyStages::kInline, table);
+                       r, ClassifyStages::kInline, table, &tunnel);
         const uint32_t k = shard_of(r, n);
         shard[i] = static_cast<uint8_t>(k);
         packets[k]++;
@@ -179,10 +186,10 @@ public:
       share_at_[k] = used;
       used += (gpp_batch_size(share_packets_[k], share_data_[k]) + 255) / 256 * 256;
     }
-    if (used > slot_capacity_ || size_t{count} * sizeof(GppResult) > records_capacity_) {
+    if (used > slot_capacity_ || results_bytes(count, cfg) > records_capacity_) {
       // Nothing started: the engine goes on with the next batch.
       *error = "a batch of " + std::to_string(count) + " packets takes " + std::to_string(used) +
-               " bytes of shares and " + std::to_string(size_t{count} * sizeof(GppResult)) +
+               " bytes of shares and " + std::to_string(results_bytes(count, cfg)) +
                " of records, more than the " + std::to_string(slot_capacity_) + " and " +
                std::to_string(records_capacity_) + " set aside for a batch (raise pool-size)";
       return false;
@@ -209,9 +216,11 @@ public:
                                         buffer + share_at_[k]);
     // The host's part ends here; the submits are the devices' work.  Each
     // device writes its share's records at its own place in the slot's
-    // records; the merge puts them in order into `results`.
+    // records (with decap each share's tunnel plane after its records); the
+    // merge puts them in order into `results`.
     const uint64_t split_ns = now_ns() - start;
     uint32_t first_record = 0;
+    auto *records = reinterpret_cast<uint8_t *>(slot_records_[slot]);
     for (unsigned k = 0; k < n; ++k) {
       Shard &s = *shards_[k];
       const uint32_t share = share_packets_[k];
@@ -220,19 +229,21 @@ public:
       bool started;
       try {
         started = s.engine->submit(buffer + share_at_[k], share_bytes, share, cfg,
-                                   slot_records_[slot] + first_record, &why);
+                                   reinterpret_cast<GppResult *>(records + results_bytes(first_record, cfg)),
+                                   &why);
       } catch (const std::exception &e) {
         started = false; // the shares before it are on their devices: this engine is done
         why = e.what();
       }
       if (!started) return fail(k, why, error);
       sp.first[k] = first_record;
+      sp.count[k] = share;
       first_record += share;
       s.packets += share;
     }
     try {
       std::lock_guard<std::mutex> lock(tickets_lock_);
-      tickets_.push_back(Ticket{results, slot, count});
+      tickets_.push_back(Ticket{results, slot, count, cfg.decap != 0});
     } catch (const std::exception &e) {
       return fail(0, std::string("after every share started: ") + e.what(), error);
     }
@@ -268,10 +279,16 @@ public:
     // The records lie share after share; each packet takes its own.
     const uint64_t merge_start = now_ns();
     const SlotPackets &sp = slot_packets_[ticket.slot];
-    const GppResult *records = slot_records_[ticket.slot];
+    const auto *records = reinterpret_cast<const uint8_t *>(slot_records_[ticket.slot]);
+    const size_t record_size = ticket.decap ? GPP_RESULTS_RECORD_SIZE_TUNNELS : GPP_RESULTS_RECORD_SIZE;
+    GppTunnelInfo *tunnels = tunnel_plane(ticket.results, ticket.count);
     auto merge = [&](uint32_t first, uint32_t last) {
-      for (uint32_t i = first; i < last; ++i)
-        ticket.results[i] = records[sp.first[sp.shard[i]] + sp.place[i]];
+      for (uint32_t i = first; i < last; ++i) {
+        const uint32_t k = sp.shard[i];
+        const auto *share = reinterpret_cast<const GppResult *>(records + sp.first[k] * record_size);
+        ticket.results[i] = share[sp.place[i]];
+        if (ticket.decap) tunnels[i] = tunnel_plane(share, sp.count[k])[sp.place[i]];
+      }
     };
     if (ticket.count < kParallelPackets) {
       merge(0, ticket.count);
@@ -351,6 +368,7 @@ private:
     GppResult *results = nullptr;
     unsigned slot = 0;
     uint32_t count = 0;
+    bool decap = false; // the records have their tunnel plane
   };
   // A slot's batch as split: each packet's shard and place in its share, and
   // where each share's records start in the slot's records.
@@ -358,6 +376,7 @@ private:
     std::vector<uint8_t> shard;
     std::vector<uint32_t> place;
     std::vector<uint32_t> first; // per shard
+    std::vector<uint32_t> count; // per shard
   };
 
   // Runs part(0 .. parts) on the split pool (one part: on this thread);
