@@ -136,8 +136,11 @@ std::vector<uint8_t> build_batch(const Capture &cap, size_t first, size_t last) 
 
 // The CPU's records of a whole capture (they do not depend on the batching),
 // computed on every core: the realistic pattern sets make them the slow half.
-std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cfg) {
+// With cfg.decap, each packet's GppTunnelInfo into `tunnels`.
+std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cfg,
+                                   std::vector<GppTunnelInfo> *tunnels) {
   std::vector<GppResult> out(cap.packets.size());
+  tunnels->assign(cfg.decap ? cap.packets.size() : 0, GppTunnelInfo{});
   constexpr size_t kPiece = 1024;
   const size_t pieces = (cap.packets.size() + kPiece - 1) / kPiece;
   std::atomic<size_t> next{0};
@@ -145,8 +148,16 @@ std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cf
     for (size_t k; (k = next++) < pieces;) {
       const size_t first = k * kPiece, last = std::min(cap.packets.size(), first + kPiece);
       const std::vector<uint8_t> batch = build_batch(cap, first, last);
-      gpp::process_batch_range(batch.data(), cfg, out.data() + first, 0,
-                               static_cast<uint32_t>(last - first));
+      const auto n = static_cast<uint32_t>(last - first);
+      // The batch's results as the engine lays them out: records, then tunnels.
+      std::vector<uint8_t> results(gpp::results_bytes(n, cfg));
+      auto *records = reinterpret_cast<GppResult *>(results.data());
+      gpp::process_batch_range(batch.data(), cfg, records, 0, n);
+      std::copy(records, records + n, out.data() + first);
+      if (cfg.decap) {
+        const GppTunnelInfo *plane = gpp::tunnel_plane(records, n);
+        std::copy(plane, plane + n, tunnels->data() + first);
+      }
     }
   };
   std::vector<std::thread> threads;
@@ -161,21 +172,27 @@ std::vector<GppResult> cpu_records(const Capture &cap, const gpp::CoreConfig &cf
 // CPU's records; returns mismatches.  `gpu_cfg` is the CPU's config `cfg`
 // with the ACL and DPI blob pointers swapped for their device copies.
 size_t compare(const Capture &cap, uint32_t batch_size, const std::vector<GppResult> &cpu,
-               const gpp::CoreConfig &cfg, const gpp::CoreConfig &gpu_cfg, const char *what) {
+               const std::vector<GppTunnelInfo> &cpu_tunnels, const gpp::CoreConfig &cfg,
+               const gpp::CoreConfig &gpu_cfg, const char *what) {
   size_t mismatches = 0;
   for (size_t first = 0; first < cap.packets.size(); first += batch_size) {
     const size_t last = std::min(cap.packets.size(), first + batch_size);
     const std::vector<uint8_t> batch = build_batch(cap, first, last);
     const auto n = static_cast<uint32_t>(last - first);
-    std::vector<GppResult> gpu(n);
+    const size_t bytes = gpp::results_bytes(n, cfg);
+    std::vector<uint8_t> results(bytes);
+    const auto *gpu = reinterpret_cast<const GppResult *>(results.data());
     DeviceBuffer<uint8_t> d_batch(batch.size());
-    DeviceBuffer<GppResult> d_results(n);
+    DeviceBuffer<uint8_t> d_results(bytes);
     CUDA_CHECK(cudaMemcpy(d_batch.ptr, batch.data(), batch.size(), cudaMemcpyHostToDevice));
     CUDA_CHECK(gpp::launch_process_batch(d_batch.ptr, n, gpu_cfg, gpp::acl_tuple_count(cfg.acl),
-                                         d_results.ptr, nullptr));
-    CUDA_CHECK(cudaMemcpy(gpu.data(), d_results.ptr, n * sizeof(GppResult), cudaMemcpyDeviceToHost));
+                                         reinterpret_cast<GppResult *>(d_results.ptr), nullptr));
+    CUDA_CHECK(cudaMemcpy(results.data(), d_results.ptr, bytes, cudaMemcpyDeviceToHost));
     for (uint32_t i = 0; i < n; ++i) {
-      if (std::memcmp(&cpu[first + i], &gpu[i], sizeof(GppResult)) != 0) {
+      const bool tunnel_differs =
+          cfg.decap && std::memcmp(&cpu_tunnels[first + i], gpp::tunnel_plane(gpu, n) + i,
+                                   sizeof(GppTunnelInfo)) != 0;
+      if (std::memcmp(&cpu[first + i], &gpu[i], sizeof(GppResult)) != 0 || tunnel_differs) {
         if (++mismatches <= 5)
           std::fprintf(stderr, "MISMATCH %s packet %zu (batch size %u, %s)\n", cap.name.c_str(),
                        first + i + 1, batch_size, what);
@@ -475,7 +492,8 @@ size_t compare_random_sets(int rounds, const std::vector<uint32_t> &batch_sizes)
     cfg.acl = acl->blob.data();
     cfg.acl_default_action = GPP_ACL_DROP;
     cfg.dpi = dpi->blob.data();
-    const std::vector<GppResult> cpu = cpu_records(cap, cfg);
+    std::vector<GppTunnelInfo> no_tunnels;
+    const std::vector<GppResult> cpu = cpu_records(cap, cfg, &no_tunnels);
     for (size_t i = 0; i < cpu.size(); ++i) {
       const GppResult &r = cpu[i];
       int32_t id = -1;
@@ -496,7 +514,7 @@ size_t compare_random_sets(int rounds, const std::vector<uint32_t> &batch_sizes)
     gpu_cfg.acl = d_acl.ptr;
     gpu_cfg.dpi = d_dpi.ptr;
     for (uint32_t batch_size : batch_sizes)
-      mismatches += compare(cap, batch_size, cpu, cfg, gpu_cfg, "random sets");
+      mismatches += compare(cap, batch_size, cpu, no_tunnels, cfg, gpu_cfg, "random sets");
     packets += cap.packets.size();
   }
   std::printf("random sets: %d rounds, %zu packets (%zu with DPI hits, %zu matching a rule), %zu "
@@ -522,14 +540,15 @@ int main(int argc, char **argv) {
   const std::vector<uint32_t> batch_sizes =
       quick ? std::vector<uint32_t>{64} : std::vector<uint32_t>{1, 7, 64, 1000, 4096};
   // Bits: 1 verify-l4-checksum, 2 symmetric RSS, 4 ACL (ClassBench fw1 rules),
+  // 256 decap=inner (VXLAN on 4789 and 8472) with the tunnel plane compared too,
   // 8 DPI (ET Open scan rules), 16 ACL from the traffic (IPv4 and IPv6; over 4),
   // 32 the realistic sets: ClassBench fw1 10k and ET Open 2024's fast
   // patterns (over 4 and 8); 64 the other realistic ones: ClassBench acl1
   // 10k and every content of ET Open 2024; 128 ClassBench ipc1 10k (over
   // 4 and 16).
   const std::vector<int> variants =
-      quick ? std::vector<int>{0, 15, 16, 32}
-            : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27, 32, 35, 64, 128};
+      quick ? std::vector<int>{0, 15, 16, 32, 256 + 15}
+            : std::vector<int>{0, 1, 2, 3, 4, 8, 15, 16, 27, 32, 35, 64, 128, 256, 256 + 15, 256 + 35};
   std::string acl_error;
   const std::string acl_path = std::string(argv[1]) + "/../acl/classbench_fw1_1k.rules";
   auto acl = gpp::load_acl_rules(acl_path, &acl_error);
@@ -568,14 +587,20 @@ int main(int argc, char **argv) {
   DeviceBuffer<uint8_t> d_acl1_10k(acl1_10k->blob), d_ipc1_10k(ipc1_10k->blob),
       d_all_dpi(all_dpi->blob), d_big_acl(big_acl->blob), d_big_dpi(big_dpi->blob);
   std::vector<Capture> captures;
-  if (DIR *dir = opendir(argv[1])) {
+  // The real captures, and the tunnelled ones beside them (decap's cases).
+  for (const std::string &folder : {std::string(argv[1]), std::string(argv[1]) + "/../pcap-tunnels"}) {
+    DIR *dir = opendir(folder.c_str());
+    if (!dir) {
+      std::fprintf(stderr, "cannot read %s\n", folder.c_str());
+      return 1;
+    }
     while (dirent *e = readdir(dir)) {
       std::string name = e->d_name;
       if (name.size() > 5 && (name.rfind(".pcap") == name.size() - 5 ||
                               name.rfind(".pcapng") == name.size() - 7)) {
         Capture cap;
         cap.name = name;
-        if (!read_capture(std::string(argv[1]) + "/" + name, cap)) return 1;
+        if (!read_capture(folder + "/" + name, cap)) return 1;
         captures.push_back(std::move(cap));
       }
     }
@@ -617,6 +642,11 @@ int main(int argc, char **argv) {
     for (int variant : variants) {
       {
         gpp::CoreConfig cfg = make_config(variant & 1, variant & 2);
+        if (variant & 256) {
+          cfg.decap = 1;
+          cfg.vxlan_ports[0] = gpp::kVxlanPort;
+          cfg.vxlan_ports[1] = 8472;
+        }
         gpp::CoreConfig gpu_cfg = cfg;
         // A set on the CPU, its device copy on the GPU.
         auto use_acl = [&](const gpp::AclRuleSet &set, const uint8_t *device, uint8_t action) {
@@ -642,9 +672,10 @@ int main(int argc, char **argv) {
         if (variant & 128) use_acl(*ipc1_10k, d_ipc1_10k.ptr, GPP_ACL_ALLOW);
         char what[64];
         std::snprintf(what, sizeof what, "settings %d", variant);
-        const std::vector<GppResult> cpu = cpu_records(cap, cfg);
+        std::vector<GppTunnelInfo> cpu_tunnels;
+        const std::vector<GppResult> cpu = cpu_records(cap, cfg, &cpu_tunnels);
         for (uint32_t batch_size : batch_sizes) {
-          mismatches += compare(cap, batch_size, cpu, cfg, gpu_cfg, what);
+          mismatches += compare(cap, batch_size, cpu, cpu_tunnels, cfg, gpu_cfg, what);
           ++runs;
         }
         // Flows over the records with ACL and DPI results (the GPU's are
@@ -678,7 +709,8 @@ int main(int argc, char **argv) {
       const std::vector<uint8_t> &frame = gen.next();
       big.packets.push_back({frame, static_cast<uint32_t>(frame.size())});
     }
-    const std::vector<GppResult> records = cpu_records(big, make_config(false, false));
+    std::vector<GppTunnelInfo> no_tunnels;
+    const std::vector<GppResult> records = cpu_records(big, make_config(false, false), &no_tunnels);
     const size_t before = flows;
     flow_mismatches += compare_flows(big.name, records, 4096, 2000000, &flows);
     ++flow_runs;
