@@ -60,9 +60,9 @@ cudaError_t DeviceFlowStore::counted_on(cudaStream_t batch_stream) {
 }
 
 cudaError_t DeviceFlowStore::update_on(cudaStream_t batch_stream, const GppResult *records,
-                                       uint32_t count) {
+                                       uint32_t count, const GppTunnelInfo *tunnels) {
   if (count == 0) return cudaSuccess;
-  const cudaError_t e = launch_flow_update(batch_target(), records, count, batch_stream);
+  const cudaError_t e = launch_flow_update(batch_target(), records, tunnels, count, batch_stream);
   return e == cudaSuccess ? counted_on(batch_stream) : e;
 }
 

@@ -34,7 +34,8 @@ public:
   cudaError_t counted_on(cudaStream_t batch_stream);
   // Counts `count` device-readable records into the table on `batch_stream`
   // (records a kernel other than the packet kernels wrote).
-  cudaError_t update_on(cudaStream_t batch_stream, const GppResult *records, uint32_t count);
+  cudaError_t update_on(cudaStream_t batch_stream, const GppResult *records, uint32_t count,
+                        const GppTunnelInfo *tunnels = nullptr);
   // What the table's steps call first, on the thread that asks for them:
   // an engine whose kernel keeps the GPU (persistent) stops it there, after
   // the batches posted to it, for the steps' kernels to run (the next batch

@@ -9,8 +9,8 @@
 namespace gpp {
 
 __device__ __forceinline__ void flow_count_packet(const FlowDeviceTarget &target,
-                                                  const GppResult &r) {
-  const FlowUpdate outcome = flow_update(target.table, r);
+                                                  const GppResult &r, uint32_t tunnel_id = 0) {
+  const FlowUpdate outcome = flow_update(target.table, r, tunnel_id);
   FlowLaunchCounts *c = target.counts;
   atomicAdd(outcome == kFlowNotIp     ? &c->not_ip
             : outcome == kFlowCounted ? &c->counted

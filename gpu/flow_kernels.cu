@@ -8,9 +8,9 @@ namespace gpp {
 namespace {
 
 __global__ void flow_update_kernel(FlowDeviceTarget target, const GppResult *records,
-                                   uint32_t count) {
+                                   const GppTunnelInfo *tunnels, uint32_t count) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) flow_count_packet(target, records[i]);
+  if (i < count) flow_count_packet(target, records[i], tunnels ? tunnels[i].tunnel_id : 0);
 }
 
 // Enough blocks to fill an H200 a few times over; each walks the table in
@@ -88,11 +88,11 @@ cudaError_t launch_flow_reinsert(const FlowTableView &from, const FlowTableView 
 }
 
 cudaError_t launch_flow_update(const FlowDeviceTarget &target, const GppResult *records,
-                               uint32_t count, cudaStream_t stream) {
+                               const GppTunnelInfo *tunnels, uint32_t count, cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   constexpr uint32_t kThreads = 256;
   flow_update_kernel<<<(count + kThreads - 1) / kThreads, kThreads, 0, stream>>>(target, records,
-                                                                                 count);
+                                                                                 tunnels, count);
   return cudaGetLastError();
 }
 

@@ -19,10 +19,12 @@ namespace gpp {
 [[nodiscard]] cudaError_t preload_flow_kernels();
 
 // Counts `count` device-resident records into the device table `target`
-// (the packet kernels can do this themselves: packet_kernels.h).
-// Asynchronous on `stream`.
+// (the packet kernels can do this themselves: packet_kernels.h); `tunnels`
+// (decap=inner, or nullptr): their GppTunnelInfo, whose tunnel ids key the
+// flows too.  Asynchronous on `stream`.
 [[nodiscard]] cudaError_t launch_flow_update(const FlowDeviceTarget &target,
-                                             const GppResult *records, uint32_t count,
+                                             const GppResult *records,
+                                             const GppTunnelInfo *tunnels, uint32_t count,
                                              cudaStream_t stream);
 
 // Ends the live flows `rule` ends, writing their records to out[0..capacity)

@@ -15,11 +15,11 @@ uint32_t flow_table_slots(uint32_t max_flows) {
 HostFlowStore::HostFlowStore(uint32_t capacity, unsigned threads)
     : slots_(capacity), pool_(threads) {}
 
-void HostFlowStore::add_range(const GppResult *records, uint32_t begin, uint32_t end,
-                              FlowCounters &c) {
+void HostFlowStore::add_range(const GppResult *records, const GppTunnelInfo *tunnels,
+                              uint32_t begin, uint32_t end, FlowCounters &c) {
   const FlowTableView view{slots_.data(), capacity()};
   for (uint32_t i = begin; i < end; ++i) {
-    switch (flow_update(view, records[i])) {
+    switch (flow_update(view, records[i], tunnels ? tunnels[i].tunnel_id : 0)) {
       case kFlowNotIp: c.packets_not_ip++; break;
       case kFlowNoRoom: c.packets_untracked++; break;
       case kFlowNew: c.flows_created++; break;
@@ -28,13 +28,13 @@ void HostFlowStore::add_range(const GppResult *records, uint32_t begin, uint32_t
   }
 }
 
-void HostFlowStore::add(const GppResult *records, uint32_t count) {
+void HostFlowStore::add(const GppResult *records, uint32_t count, const GppTunnelInfo *tunnels) {
   if (count == 0) return;
   // Fewer threads for small batches: handing work out costs more.
   const unsigned chunks = std::min<unsigned>(pool_.threads(), count / 256 + 1);
   std::vector<FlowCounters> partial(chunks);
   pool_.run(chunks, [&](unsigned t) {
-    add_range(records, count * t / chunks, count * (t + 1) / chunks, partial[t]);
+    add_range(records, tunnels, count * t / chunks, count * (t + 1) / chunks, partial[t]);
   });
   for (const FlowCounters &c : partial) {
     unsettled_.packets_not_ip += c.packets_not_ip;
@@ -115,10 +115,10 @@ FlowMeter::FlowMeter(const FlowSettings &settings)
 FlowMeter::FlowMeter(const FlowSettings &settings, std::unique_ptr<FlowStore> store)
     : settings_(settings), store_(std::move(store)) {}
 
-void FlowMeter::add(const GppResult *records, uint32_t count) {
+void FlowMeter::add(const GppResult *records, uint32_t count, const GppTunnelInfo *tunnels) {
   // Only a host store is fed records (flow_meter.h); a device store's
   // batches count themselves.
-  static_cast<HostFlowStore &>(*store_).add(records, count);
+  static_cast<HostFlowStore &>(*store_).add(records, count, tunnels);
   uint64_t latest = 0;
   for (uint32_t i = 0; i < count; ++i) latest = std::max(latest, records[i].timestamp_ns);
   added(count, latest);

@@ -87,8 +87,9 @@ public:
 class HostFlowStore final : public FlowStore {
 public:
   HostFlowStore(uint32_t capacity, unsigned threads);
-  // Counts a batch of parsed records into their flows.
-  void add(const GppResult *records, uint32_t count);
+  // Counts a batch of parsed records into their flows; `tunnels` (decap=inner):
+  // their GppTunnelInfo, whose tunnel_id is part of the flow key.
+  void add(const GppResult *records, uint32_t count, const GppTunnelInfo *tunnels = nullptr);
 
   int device() const override { return -1; }
   uint32_t capacity() const override { return static_cast<uint32_t>(slots_.size()); }
@@ -101,7 +102,8 @@ public:
   bool write_slots(const std::vector<FlowSlot> &slots, std::string *error) override;
 
 private:
-  void add_range(const GppResult *records, uint32_t begin, uint32_t end, FlowCounters &c);
+  void add_range(const GppResult *records, const GppTunnelInfo *tunnels, uint32_t begin,
+                 uint32_t end, FlowCounters &c);
 
   std::vector<FlowSlot> slots_;
   WorkerPool pool_;
@@ -121,8 +123,8 @@ public:
   FlowMeter(const FlowSettings &settings, std::unique_ptr<FlowStore> store);
 
   // Counts a batch of parsed records into their flows (the store must be
-  // the host's).
-  void add(const GppResult *records, uint32_t count);
+  // the host's); `tunnels` as HostFlowStore::add's.
+  void add(const GppResult *records, uint32_t count, const GppTunnelInfo *tunnels = nullptr);
   // The store counted a batch of `count` packets by itself (a device store,
   // from the batch's kernels), `latest_ns` the latest packet time in it.
   void added(uint32_t count, uint64_t latest_ns);

@@ -181,8 +181,10 @@ struct FlowKey {
   uint16_t port_a, port_b;
   uint16_t vlan_id;
   uint8_t ip_version, l4_proto;
+  uint32_t tunnel_id; // decap=inner: GppTunnelInfo.tunnel_id; else 0
 };
-static_assert(sizeof(FlowKey) == 40, "FlowKey packs into 40 bytes");
+constexpr int kFlowKeyWords = 11;
+static_assert(sizeof(FlowKey) == 4 * kFlowKeyWords, "FlowKey packs into 44 bytes");
 
 // Whether a slot's key (read fresh: another thread may have just written it)
 // is `key`.
@@ -190,14 +192,14 @@ GPP_HOST_DEVICE inline bool flow_slot_key_equal(const FlowKey &slot_key, const F
   const uint32_t *p = reinterpret_cast<const uint32_t *>(&slot_key);
   const uint32_t *q = reinterpret_cast<const uint32_t *>(&key);
   uint32_t diff = 0;
-  for (int i = 0; i < 10; ++i) diff |= flow_load_fresh(p + i) ^ q[i];
+  for (int i = 0; i < kFlowKeyWords; ++i) diff |= flow_load_fresh(p + i) ^ q[i];
   return diff == 0;
 }
 
 GPP_HOST_DEVICE inline uint32_t flow_key_hash(const FlowKey &k) {
   const uint32_t *w = reinterpret_cast<const uint32_t *>(&k);
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < 10; ++i) {
+  for (int i = 0; i < kFlowKeyWords; ++i) {
     h ^= w[i];
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
@@ -210,8 +212,10 @@ GPP_HOST_DEVICE inline uint32_t flow_key_hash(const FlowKey &k) {
 // The packet's flow key and direction (0: from key.a to key.b); false for
 // packets no flow counts (no IP header parsed).  The endpoints: TCP, UDP and
 // SCTP ports where they were read (a non-first fragment has none: its flow
-// is port-less); ICMP / ICMPv6: 0 and type << 8 | code.
-GPP_HOST_DEVICE inline bool flow_key_of(const GppResult &r, FlowKey &key, int &dir) {
+// is port-less); ICMP / ICMPv6: 0 and type << 8 | code.  `tunnel_id`: the
+// packet's (decap=inner), else 0.
+GPP_HOST_DEVICE inline bool flow_key_of(const GppResult &r, uint32_t tunnel_id, FlowKey &key,
+                                        int &dir) {
   if (!(r.ip_flags & GPP_IP_HEADER_PARSED) || (r.ip_version != 4 && r.ip_version != 6))
     return false;
   const int addr_len = r.ip_version == 4 ? 4 : 16;
@@ -237,6 +241,7 @@ GPP_HOST_DEVICE inline bool flow_key_of(const GppResult &r, FlowKey &key, int &d
   key.vlan_id = r.vlan_count ? static_cast<uint16_t>(r.vlan_ids[0] & 0x0fff) : 0;
   key.ip_version = r.ip_version;
   key.l4_proto = p;
+  key.tunnel_id = tunnel_id;
   return true;
 }
 
@@ -291,10 +296,11 @@ enum FlowUpdate : int { kFlowNotIp = 0, kFlowCounted = 1, kFlowNew = 2, kFlowNoR
 
 // Counts one parsed packet into its flow, creating the flow if needed.  Any
 // number of threads may update at once, in any order.
-GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppResult &r) {
+GPP_HOST_DEVICE inline FlowUpdate flow_update(const FlowTableView &t, const GppResult &r,
+                                               uint32_t tunnel_id = 0) {
   FlowKey key;
   int dir = 0;
-  if (!flow_key_of(r, key, dir)) return kFlowNotIp;
+  if (!flow_key_of(r, tunnel_id, key, dir)) return kFlowNotIp;
   const uint32_t hash = flow_key_hash(key);
   const uint32_t mask = t.capacity - 1;
   FlowUpdate outcome = kFlowCounted;
@@ -444,6 +450,7 @@ GPP_HOST_DEVICE inline void flow_record(const FlowSlot &s, uint8_t reason, uint1
   rec.sport = init ? k.port_b : k.port_a;
   rec.dport = init ? k.port_a : k.port_b;
   rec.vlan_id = k.vlan_id;
+  rec.tunnel_id = k.tunnel_id;
   rec.ip_version = k.ip_version;
   rec.l4_proto = k.l4_proto;
   rec.tcp_flags[0] = static_cast<uint8_t>(s.tcp_flags >> (8 * init));

@@ -109,9 +109,9 @@ public:
     ++pending_;
   }
   // The batch's update, in submission order (one worker).
-  void update(const GppResult *records, uint32_t count) {
+  void update(const GppResult *records, uint32_t count, const GppTunnelInfo *tunnels) {
     std::lock_guard<std::mutex> lock(mutex_);
-    table_.add(records, count);
+    table_.add(records, count, tunnels);
     --pending_;
     settled_.notify_all();
   }
@@ -170,7 +170,7 @@ public:
     worker_.join();
     // Batches never run: their flow updates are not coming.
     for (const Job &job : jobs_)
-      if (!job.done && job.flows) job.flows->update(nullptr, 0);
+      if (!job.done && job.flows) job.flows->update(nullptr, 0, nullptr);
   }
 
   Mode mode() const override { return mode_; }
@@ -220,7 +220,7 @@ public:
     }
     if (instant_) {
       process_batch_range(batch, cfg, results, 0, count);
-      if (flows_) flows_->update(results, count);
+      if (flows_) flows_->update(results, count, cfg.decap ? tunnel_plane(results, count) : nullptr);
     }
     jobs_.push_back(Job{batch, cfg, results, count, instant_, submits_, flows_, device_records});
     counters_.bytes_h2d += batch_size;
@@ -280,7 +280,9 @@ private:
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
       process_batch_range(job.batch, job.cfg, job.results, 0, job.count);
-      if (job.flows) job.flows->update(job.results, job.count);
+      if (job.flows)
+        job.flows->update(job.results, job.count,
+                          job.cfg.decap ? tunnel_plane(job.results, job.count) : nullptr);
       lock.lock();
       next_pending()->done = true;
       changed_.notify_all();

@@ -49,7 +49,7 @@ __device__ __forceinline__ void process_one(const uint8_t *batch, uint32_t packe
                  d.timestamp_ns, cfg, r, stages, nullptr, kDecap ? &t : nullptr);
   results[i] = r;
   if (kDecap) store_tunnel_info(tunnel_plane(results, packet_count) + i, t);
-  if (flows.table.slots) flow_count_packet(flows, r);
+  if (flows.table.slots) flow_count_packet(flows, r, kDecap ? t.tunnel_id : 0);
 }
 
 // Chosen on the host: the kernels get it as an argument.
@@ -111,12 +111,12 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
     __syncthreads();
     base = reinterpret_cast<const uint8_t *>(stage_words) - lo_word * sizeof(uint4);
   }
+  GppTunnelInfo t; // this thread's packet's, kept for its flow below
   if (threadIdx.x < n) {
     const GppPacketDesc d = descs[threadIdx.x];
     // The core updates its record field by field: build it in registers and
     // store it once, rather than read-modify-write memory at every step.
     GppResult r;
-    GppTunnelInfo t;
     process_packet(base + d.offset, d.caplen, d.wirelen, linktype, d.packet_number,
                    d.timestamp_ns, cfg, r, ClassifyStages::kDeferred, nullptr, kDecap ? &t : nullptr);
     records[threadIdx.x] = r;
@@ -129,7 +129,8 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
                     [&](uint32_t p) { return base + descs[p].offset + records[p].payload_offset; },
                     dpi_scratch);
   // Each record is final here (the block's stages are done).
-  if (flows.table.slots && threadIdx.x < n) flow_count_packet(flows, records[threadIdx.x]);
+  if (flows.table.slots && threadIdx.x < n)
+    flow_count_packet(flows, records[threadIdx.x], kDecap ? t.tunnel_id : 0);
   if (!results) return; // zero-copy flows only: the records stay here
   const uint32_t words = n * sizeof(GppResult) / sizeof(uint4);
   const auto *src = reinterpret_cast<const uint4 *>(records);

@@ -355,10 +355,10 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       }
       __syncthreads();
       mark(1);
+      GppTunnelInfo t; // this thread's packet's, kept for its flow below
       if (tid < n) {
         const GppPacketDesc d = descs[tid];
         GppResult r; // built in registers, stored once (see packet_kernels.cu)
-        GppTunnelInfo t;
         process_packet(stage_base + (d.offset - stage_lo), d.caplen, d.wirelen, job.head.linktype,
                        d.packet_number, d.timestamp_ns, launch.cfg, r, ClassifyStages::kDeferred,
                        rss_table, kDecap ? &t : nullptr);
@@ -377,7 +377,8 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                         dpi_scratch);
       mark(2);
       // Counted before the block's arrival below: answered jobs are counted.
-      if (launch.flows.table.slots && tid < n) flow_count_packet(launch.flows, records[tid]);
+      if (launch.flows.table.slots && tid < n)
+        flow_count_packet(launch.flows, records[tid], kDecap ? t.tunnel_id : 0);
       // Whole records leave in 16-byte stores: PCIe sees full lines, not fields.
       const unsigned words = n * sizeof(GppResult) / sizeof(uint4);
       const auto *rsrc = reinterpret_cast<const uint4 *>(records);

@@ -1,7 +1,9 @@
 /* gpupacket — the flow record: one conversation, both directions.
  *
  * A flow is keyed by IP version, the two endpoints (address and port), the IP
- * protocol and the outer VLAN id; ICMP and ICMPv6 keep type and code in the
+ * protocol, the outer VLAN id and, with gpupacketproc's decap=inner, the
+ * tunnel id (GppTunnelInfo.tunnel_id: two tenants' equal tuples in two VNIs
+ * are two flows); ICMP and ICMPv6 keep type and code in the
  * responder's port (type << 8 | code, as NetFlow and IPFIX exporters do), so a
  * request and its reply are flows of their own.  Counters are kept per
  * direction; the initiator is the source of the flow's first packet (the one
@@ -47,7 +49,8 @@ typedef struct GppFlowRecord {
   uint32_t dpi_hits;         /* pattern occurrences over the flow's packets */
   uint32_t rss_hash;         /* of the first packet */
   uint8_t community_id[20];  /* SHA-1 digest of the flow's Community ID (v1); text: "1:" + base64 */
-  uint8_t reserved[8];       /* 0; keeps the record free of implicit padding */
+  uint32_t tunnel_id;        /* decap=inner: its packets' GppTunnelInfo.tunnel_id; else 0 */
+  uint8_t reserved[4];       /* 0; keeps the record free of implicit padding */
 } GppFlowRecord;
 
 #ifdef __cplusplus
