@@ -6,10 +6,12 @@
 # copy of ../shared) and run:  bash scripts/gpu-host-check.sh [PART...]
 # PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
 # on every core, then gpupacket-bench's stress and realistic grids, then
-# gpupacket-flow-bench), or their pieces: suite-parity (the GPU tests and the
-# live latency), suite-checks (compute-sanitizer, the examples, Community ID
-# and flows through gst-launch), peers, bench-stress, bench-realistic,
-# bench-flows; default: all of them.  A check that cannot run here (exit 77)
+# gpupacket-flow-bench and gpupacket-decap-bench), or their pieces:
+# suite-parity (the GPU tests and the live latency), suite-checks
+# (compute-sanitizer, the examples, Community ID and flows through
+# gst-launch), peers, bench-stress, bench-realistic, bench-flows,
+# bench-decap (decap=inner against none, every mode, report in $OUT/decap);
+# default: all of them.  A check that cannot run here (exit 77)
 # is reported as skipped, not failed.
 # softflowd (not in the default): bench/flows-vs-softflowd.py, mode=cpu against
 # softflowd (bundle Debian's softflowd with the runtime), its report in
@@ -41,7 +43,7 @@
 set -uo pipefail
 parts=" ${*:-suite bench} "
 parts=${parts/ suite / suite-parity suite-checks }
-parts=${parts/ bench / peers bench-stress bench-realistic bench-flows }
+parts=${parts/ bench / peers bench-stress bench-realistic bench-flows bench-decap }
 want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -109,6 +111,10 @@ two_shards="device-ids=0,0 persistent-blocks=16"
 GPP_GPU_MODES_PROPS="$two_shards" GPP_GPU_MODES_CAPTURES=wikipedia,ssh,http,generated \
   run modes-two-shards $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section parity
 GPP_GPU_MODES_PROPS="$two_shards" run leaks-two-shards $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section leaks
+# decap=inner through the element in every mode on the tunnelled captures:
+# the records and the tunnel plane byte-identical to cpu's.
+GPP_GPU_MODES_PROPS="decap=inner" \
+  run modes-decap $BUILD/tests/gpu/test-gpu-modes ../shared/data/pcap-tunnels --section parity
 # Sets of realistic size (ClassBench 10k, the whole ET Open 2024 folder)
 # swapped while playing, in every mode.
 GPP_GPU_MODES_SWAP_REALISTIC=1 run swap-realistic $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section swap
@@ -129,6 +135,9 @@ run memcheck-flows $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes "$pcaps"
 GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_PROPS="$realistic" GPP_GPU_MODES_CAPTURES=zeek__ssh.pcap \
   run racecheck-modes-realistic $san --tool racecheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section parity
 run racecheck-modes $san --tool racecheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section events
+# The tunnel walk's builds of the kernels that write over PCIe and stay resident.
+GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_PROPS="decap=inner" \
+  run memcheck-modes-decap $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes ../shared/data/pcap-tunnels --section parity
 GPP_GPU_MODES_MODES=persistent GPP_GPU_MODES_PROPS="persistent-blocks=1" \
   run memcheck-swap-persistent $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section swap
 python3 examples/make-sample-pcap.py $BUILD/sample-traffic.pcap --packets 100000 > /dev/null
@@ -173,6 +182,10 @@ fi
 if want bench-realistic; then
   TAIL=${BENCH_TAIL:-60} run bench-realistic $BUILD/bench/gpupacket-bench --grid realistic "${peers[@]}" \
     ${BENCH_ARGS:-} --out "$OUT/realistic"
+fi
+if want bench-decap; then
+  TAIL=${BENCH_TAIL:-20} run bench-decap $BUILD/bench/gpupacket-decap-bench ${DECAP_BENCH_ARGS:-} \
+    --out "$OUT/decap"
 fi
 if want bench-flows; then
   TAIL=${BENCH_TAIL:-30} run bench-flows $BUILD/bench/gpupacket-flow-bench ${FLOW_BENCH_ARGS:-} \

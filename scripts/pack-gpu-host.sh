@@ -56,7 +56,15 @@ if [ "$mode" = --pipeline ]; then
   cp -r build/peers "$stage/build/"
   tar czf build/gpu-host.tgz -C "$stage" build
 else
+  # Without the host code's debug information (the kernels' line tables, in
+  # the fatbins, stay): with it the pack outgrows what a call carries.
+  stage=$(mktemp -d)
+  trap 'rm -rf "$stage"' EXIT
   find build/gst-plugin build/examples build/tests/gpu build/bench -maxdepth 1 -type f \
-    \( -perm -u+x -o -name '*.so' \) -print0 | tar czf build/gpu-host.tgz --null -T - "${extra[@]}"
+    \( -perm -u+x -o -name '*.so' \) -print0 | tar cf - --null -T - | tar xf - -C "$stage"
+  find "$stage/build" -type f \( -perm -u+x -o -name '*.so' \) ! -name '*.sh' ! -name '*.py' \
+    -exec strip --strip-debug {} + 2> /dev/null
+  for e in "${extra[@]}"; do cp -r "$e" "$stage/build/"; done
+  tar czf build/gpu-host.tgz -C "$stage" build
 fi
 ls -l build/gpu-host.tgz

@@ -96,6 +96,15 @@ namespace {
 
 constexpr int kSkip = 77;
 constexpr size_t kRecord = sizeof(GppResult);
+
+// Bytes a packet takes in a results buffer: a GppResult, and with
+// GPP_GPU_MODES_PROPS="decap=inner" its GppTunnelInfo in the plane after
+// the records (packet-result.h).
+size_t record_bytes() {
+  const char *props = g_getenv("GPP_GPU_MODES_PROPS");
+  return props && std::strstr(props, "decap=inner") ? GPP_RESULTS_RECORD_SIZE_TUNNELS
+                                                    : GPP_RESULTS_RECORD_SIZE;
+}
 constexpr int kWaitSeconds = 60;     // for results / EOS, extended while results arrive
 constexpr int kStallSeconds = 120;   // watchdog: no progress at all for this long
 constexpr int kMaxFailLines = 400;   // failure lines printed per process
@@ -466,6 +475,7 @@ struct Collector {
   std::condition_variable cv;
   std::vector<OutBuffer> buffers;
   std::vector<GppResult> records;
+  std::vector<GppTunnelInfo> tunnels; // decap=inner: the tunnel plane's entries
   std::vector<LogEntry> log;
   std::vector<GppFlowRecord> flows; // from the flows pad
   bool eos = false;
@@ -531,14 +541,20 @@ GstPadProbeReturn probe_cb(GstPad *, GstPadProbeInfo *info, gpointer user_data) 
     }
     GstMapInfo map;
     std::vector<GppResult> recs;
+    std::vector<GppTunnelInfo> tunnels;
     std::string problem;
     if (gst_buffer_map(buf, &map, GST_MAP_READ)) {
       ob.size = map.size;
-      if (map.size % kRecord)
+      const size_t per_packet = record_bytes();
+      if (map.size % per_packet)
         problem = format("results buffer of %zu bytes is not a whole number of %zu-byte records",
-                         map.size, kRecord);
-      recs.resize(map.size / kRecord);
+                         map.size, per_packet);
+      recs.resize(map.size / per_packet);
       if (!recs.empty()) std::memcpy(recs.data(), map.data, recs.size() * kRecord);
+      if (per_packet == GPP_RESULTS_RECORD_SIZE_TUNNELS) {
+        const GppTunnelInfo *plane = gpp_results_tunnels(map.data, map.size);
+        tunnels.assign(plane, plane + recs.size());
+      }
       gst_buffer_unmap(buf, &map);
     } else {
       problem = "could not map a results buffer";
@@ -553,6 +569,7 @@ GstPadProbeReturn probe_cb(GstPad *, GstPadProbeInfo *info, gpointer user_data) 
       c->log.push_back({true, GST_EVENT_UNKNOWN, c->buffers.size()});
       c->buffers.push_back(ob);
       c->records.insert(c->records.end(), recs.begin(), recs.end());
+      c->tunnels.insert(c->tunnels.end(), tunnels.begin(), tunnels.end());
     }
     c->cv.notify_all();
     return GST_PAD_PROBE_DROP;
@@ -841,6 +858,7 @@ struct RunResult {
   bool started = false;
   bool completed = false;      // all batches pushed, EOS seen
   std::vector<GppResult> records;
+  std::vector<GppTunnelInfo> tunnels; // decap=inner
   std::vector<GppFlowRecord> flows;
   std::vector<OutBuffer> buffers;
   std::vector<LogEntry> log;
@@ -864,9 +882,9 @@ void check_structure(const std::string &ctx, const std::vector<Batch> &batches,
     const OutBuffer &o = r.buffers[i];
     const Batch &b = batches[i];
     std::string what;
-    if (o.size != size_t(b.count) * kRecord)
+    if (o.size != size_t(b.count) * record_bytes())
       what += format("; %zu bytes, expected %u records = %zu bytes", o.size, b.count,
-                     size_t(b.count) * kRecord);
+                     size_t(b.count) * record_bytes());
     if (b.count && o.first_number != b.first_number) {
       // Whose results are these?  Name the batch they belong to.
       long owner = -1;
@@ -904,6 +922,20 @@ void check_structure(const std::string &ctx, const std::vector<Batch> &batches,
              batches.size());
     }
   if (r.completed && eos != 1) fail(ctx, "%zu EOS events at the sink, expected 1", eos);
+}
+
+// decap=inner: compares the tunnel plane's entries with the cpu reference's;
+// returns the number that differ.
+size_t compare_tunnels(const std::string &ctx, const char *mode,
+                       const std::vector<GppTunnelInfo> &ref, const std::vector<GppTunnelInfo> &got) {
+  if (ref.size() != got.size())
+    fail(ctx, "%s: %zu tunnel entries, the cpu reference has %zu", mode, got.size(), ref.size());
+  size_t diffs = 0;
+  for (size_t i = 0; i < std::min(ref.size(), got.size()); ++i)
+    if (std::memcmp(&ref[i], &got[i], sizeof(GppTunnelInfo)) != 0 && ++diffs <= kMaxDiffsPerRun)
+      fail(ctx, "%s: tunnel entry %zu differs (types %u/%u, id %u/%u)", mode, i,
+           ref[i].tunnel_count, got[i].tunnel_count, ref[i].tunnel_id, got[i].tunnel_id);
+  return diffs;
 }
 
 // Compares records with the cpu reference; returns the number of differing
@@ -1043,6 +1075,7 @@ void run_batches(const std::string &ctx, uint32_t linktype, const std::vector<Ba
   {
     std::lock_guard<std::mutex> lock(p.col.m);
     out.records = std::move(p.col.records);
+    out.tunnels = std::move(p.col.tunnels);
     out.flows = std::move(p.col.flows);
     out.buffers = std::move(p.col.buffers);
     out.log = std::move(p.col.log);
@@ -1121,6 +1154,7 @@ void parity_one(const Capture &cap, size_t batch_size, int pool_mode_index,
       check_structure(ctx, batches, got);
       t.records += got.records.size();
       t.diff_records += compare_records(ctx, modes[m].c_str(), ref.records, got.records, batches);
+      t.diff_records += compare_tunnels(ctx, modes[m].c_str(), ref.tunnels, got.tunnels);
       if (!g_selftest && !batches.empty()) {
         if (!pool && got.copied == 0)
           fail(ctx, "stats copied-batches is 0 after %zu system-memory batches: expected > 0",
