@@ -56,28 +56,31 @@ enum
 struct IpfixFlow4
 {
   uint64_t start_ms, end_ms, packets, octets;
+  uint64_t segment;             /* layer2SegmentId: the tunnel id (decap=inner), else 0 */
   uint32_t src, dst;            /* host byte order, as fixbuf wants */
   uint16_t sport, dport, vlan;
   uint8_t proto, tcp_flags, end_reason;
   uint8_t padding[7];
 };
-static_assert (sizeof (IpfixFlow4) == 56, "IpfixFlow4 matches its template");
+static_assert (sizeof (IpfixFlow4) == 64, "IpfixFlow4 matches its template");
 
 struct IpfixFlow6
 {
   uint64_t start_ms, end_ms, packets, octets;
+  uint64_t segment;
   uint8_t src[16], dst[16];
   uint16_t sport, dport, vlan;
   uint8_t proto, tcp_flags, end_reason;
   uint8_t padding[7];
 };
-static_assert (sizeof (IpfixFlow6) == 80, "IpfixFlow6 matches its template");
+static_assert (sizeof (IpfixFlow6) == 88, "IpfixFlow6 matches its template");
 
 static fbInfoElementSpec_t flow4_spec[] = {
   {(char *) "flowStartMilliseconds", 8, 0},
   {(char *) "flowEndMilliseconds", 8, 0},
   {(char *) "packetDeltaCount", 8, 0},
   {(char *) "octetDeltaCount", 8, 0},
+  {(char *) "layer2SegmentId", 8, 0},
   {(char *) "sourceIPv4Address", 4, 0},
   {(char *) "destinationIPv4Address", 4, 0},
   {(char *) "sourceTransportPort", 2, 0},
@@ -95,6 +98,7 @@ static fbInfoElementSpec_t flow6_spec[] = {
   {(char *) "flowEndMilliseconds", 8, 0},
   {(char *) "packetDeltaCount", 8, 0},
   {(char *) "octetDeltaCount", 8, 0},
+  {(char *) "layer2SegmentId", 8, 0},
   {(char *) "sourceIPv6Address", 16, 0},
   {(char *) "destinationIPv6Address", 16, 0},
   {(char *) "sourceTransportPort", 2, 0},
@@ -322,6 +326,9 @@ fill_common (Rec & r, const GppFlowRecord & f, int dir)
   r.end_ms = f.end_ns / 1000000;
   r.packets = f.packets[dir];
   r.octets = f.bytes[dir];
+  /* RFC 7133's layer2SegmentId (IE 351): what VXLAN VNIs and NVGRE keys are
+   * exported as; here every tunnel type's id. */
+  r.segment = f.tunnel_id;
   /* ICMP's type and code stay in the destination port both ways, as
    * NetFlow and IPFIX collectors expect them. */
   const bool icmp = f.l4_proto == 1 || f.l4_proto == 58;

@@ -141,6 +141,39 @@ TEST(Flows, KeyedByProtocolPortsAndVlan) {
   EXPECT_EQ(1u, m.counters().packets_not_ip);
 }
 
+// decap=inner: the tunnel id is part of the key.  One inner tuple in two
+// VNIs is two flows; without tunnel entries (decap=none) it is one.
+TEST(Flows, KeyedByTunnelIdWithDecap) {
+  std::vector<GppResult> b = {
+      packet(1, kSec, "192.168.0.1", "192.168.0.2", 6, 40000, 80),
+      packet(2, kSec, "192.168.0.2", "192.168.0.1", 6, 80, 40000), // the reply, same VNI
+      packet(3, kSec, "192.168.0.1", "192.168.0.2", 6, 40000, 80), // another tenant's
+  };
+  std::vector<GppTunnelInfo> tunnels(3);
+  for (GppTunnelInfo &t : tunnels) {
+    t.tunnel_count = 1;
+    t.tunnel_types[0] = GPP_TUNNEL_VXLAN;
+    t.tunnel_id = 100;
+  }
+  tunnels[2].tunnel_id = 200;
+  FlowMeter decap(settings());
+  decap.add(b.data(), static_cast<uint32_t>(b.size()), tunnels.data());
+  std::vector<GppFlowRecord> out;
+  decap.flush(out);
+  ASSERT_EQ(2u, out.size());
+  EXPECT_EQ(100u, out[0].tunnel_id);
+  EXPECT_EQ(1u, out[0].packets[0]);
+  EXPECT_EQ(1u, out[0].packets[1]);
+  EXPECT_EQ(200u, out[1].tunnel_id);
+  FlowMeter plain(settings());
+  plain.add(b.data(), static_cast<uint32_t>(b.size()));
+  out.clear();
+  plain.flush(out);
+  ASSERT_EQ(1u, out.size());
+  EXPECT_EQ(0u, out[0].tunnel_id);
+  EXPECT_EQ(3u, out[0].packets[0] + out[0].packets[1]);
+}
+
 TEST(Flows, IdleTimeout) {
   FlowMeter m(settings(/*idle_s=*/30));
   std::vector<GppFlowRecord> out;
