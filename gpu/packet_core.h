@@ -919,9 +919,9 @@ GPP_HOST_DEVICE inline bool parse_ethertypes(Packet &pkt, uint32_t off, uint16_t
     if (ethertype == kEthertypePbb) { // I-TAG, then the customer's addresses and ethertype
       if (off + 18 > pkt.caplen) {
         r.status |= short_header_flag(off + 18, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
-        return false;
+        break;
       }
-      if (!enter_tunnel(*walk, GPP_TUNNEL_PBB, load_be24(bytes + off + 1), r)) return false;
+      if (!enter_tunnel(*walk, GPP_TUNNEL_PBB, load_be24(bytes + off + 1), r)) break;
       clear_link_fields(r); // the customer frame's tags from here on
       tags = 0;
       ethertype = load_be16(bytes + off + 16);
@@ -933,11 +933,11 @@ GPP_HOST_DEVICE inline bool parse_ethertypes(Packet &pkt, uint32_t off, uint16_t
       const uint32_t length = vntag ? 6 : 8; // the tag and the next ethertype
       if (off + length > pkt.caplen) {
         r.status |= short_header_flag(off + length, pkt.wirelen, GPP_STATUS_BAD_TUNNEL);
-        return false;
+        break;
       }
       const uint32_t id = vntag ? load_be16(bytes + off) & 0x3fffu
                                 : (static_cast<uint32_t>(bytes[off + 5]) << 12) | (load_be16(bytes + off + 2) & 0x0fffu);
-      if (!enter_tunnel(*walk, vntag ? GPP_TUNNEL_VNTAG : GPP_TUNNEL_ETAG, id, r)) return false;
+      if (!enter_tunnel(*walk, vntag ? GPP_TUNNEL_VNTAG : GPP_TUNNEL_ETAG, id, r)) break;
       ethertype = load_be16(bytes + off + length - 2);
       off += length;
       continue;
