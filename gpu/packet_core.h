@@ -804,7 +804,7 @@ GPP_HOST_DEVICE inline bool find_udp_tunnel(const Packet &pkt, const CoreConfig 
     if (g[0] & 0x07) { // sequence number, N-PDU number and next extension type follow
       length = 12;
       if (!tunnel_header_fits(pkt, h + length, declared_end, r)) return false;
-      uint8_t next = g[11];
+      uint8_t next = (g[0] & 0x04) ? g[11] : 0; // read only with the E flag (TS 29.281 5.1)
       for (int walked = 0; next != 0; ++walked) {
         if (walked == kMaxGtpExtensionHeaders) {
           r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
