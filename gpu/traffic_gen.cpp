@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "packet_core.h"
 
@@ -21,7 +22,62 @@ uint32_t l4_header_length(uint8_t proto) {
   return proto == 6 ? 20 : (proto == 17 || proto == 1 || proto == 58) ? 8 : 0;
 }
 
+void put32(uint8_t *p, uint32_t v) {
+  put16(p, v >> 16);
+  put16(p + 2, v);
+}
+
+// Headers a tunnel level writes before what it carries, after the outer
+// Ethernet and IPv4 headers; whether it carries the whole frame.
+uint32_t tunnel_header_length(TrafficTunnel t) {
+  switch (t) {
+  case TrafficTunnel::Vxlan:
+  case TrafficTunnel::Geneve:
+  case TrafficTunnel::GtpU: return 8 + 8; // UDP and the tunnel's 8 bytes
+  case TrafficTunnel::Gre: return 8;      // with the key
+  default: return 0;                      // IpIp
+  }
+}
+
+// UDP ports on which the tunnel walk opens a tunnel (either side, for GTP-U
+// and Teredo): inner flows on them would be walked one level deeper.
+bool is_tunnel_port(uint16_t port) {
+  return port == kVxlanPort || port == detail::kPortGeneve || port == detail::kPortGtpU ||
+         port == detail::kPortGreInUdp || port == detail::kPortTeredo;
+}
+
+bool carries_ethernet(TrafficTunnel t) {
+  return t == TrafficTunnel::Vxlan || t == TrafficTunnel::Geneve || t == TrafficTunnel::Gre;
+}
+
 } // namespace
+
+bool parse_traffic_tunnels(const std::string &text, std::vector<TrafficTunnel> *out) {
+  std::vector<TrafficTunnel> tunnels;
+  if (text != "" && text != "none") {
+    size_t start = 0;
+    for (;;) {
+      const size_t comma = text.find(',', start);
+      const std::string name = text.substr(start, comma == std::string::npos ? comma : comma - start);
+      const auto known = std::find_if(std::begin(kTrafficTunnels), std::end(kTrafficTunnels),
+                                      [&](const TrafficTunnelName &t) { return name == t.name; });
+      if (known == std::end(kTrafficTunnels)) return false;
+      tunnels.push_back(known->tunnel);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  if (tunnels.size() > GPP_MAX_TUNNEL_DEPTH) return false;
+  *out = tunnels;
+  return true;
+}
+
+uint32_t tunnel_overhead(const std::vector<TrafficTunnel> &tunnels) {
+  uint32_t bytes = 0;
+  for (TrafficTunnel t : tunnels)
+    bytes += kEthernet + kIpv4 + tunnel_header_length(t) - (carries_ethernet(t) ? 0 : kEthernet);
+  return bytes;
+}
 
 TrafficGenerator::TrafficGenerator(const TrafficSpec &spec) : spec_(spec), rng_(spec.seed) {
   // Rules a generated header can match: ones admitting TCP or UDP, or whose
@@ -95,15 +151,95 @@ uint32_t TrafficGenerator::frame_length() {
 const std::vector<uint8_t> &TrafficGenerator::next() {
   const bool from_rule = !matchable_rules_.empty() &&
                          std::uniform_real_distribution<double>(0, 1)(rng_) < spec_.acl_rate;
-  const Flow f =
-      from_rule ? flow_from_rule(spec_.acl->rules[matchable_rules_[rng_() % matchable_rules_.size()]])
-                : spec_.round_robin ? flows_[next_flow_++ % flows_.size()]
-                                    : flows_[rng_() % flows_.size()];
+  Flow f = from_rule ? flow_from_rule(spec_.acl->rules[matchable_rules_[rng_() % matchable_rules_.size()]])
+           : spec_.round_robin ? flows_[next_flow_++ % flows_.size()]
+                               : flows_[rng_() % flows_.size()];
+  if (!spec_.tunnels.empty() && f.proto == 17) { // the walk is to stop at the frame inside
+    for (uint16_t *port : {&f.sport, &f.dport})
+      if (is_tunnel_port(*port)) ++*port;
+  }
   // Rule-derived headers stay whole: a later fragment has no ports to match with.
   const bool fragment = !from_rule && spec_.profile == TrafficProfile::Mix &&
                         f.ip_version == 4 && rng_() % 50 == 0;
   build(f, frame_length(), fragment);
+  if (!spec_.tunnels.empty()) encapsulate(f);
   return frame_;
+}
+
+// The tunnels around frame_, innermost first.  Nothing here draws from the
+// generator: the frames inside stay those of the traffic without tunnels,
+// and the outer headers follow from the inner flow (as a VTEP picks its UDP
+// source port from the inner headers, RFC 7348).
+void TrafficGenerator::encapsulate(const Flow &f) {
+  uint32_t flow_hash = 2166136261u; // FNV-1a over the inner flow
+  const auto mix = [&flow_hash](const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n; ++i) flow_hash = (flow_hash ^ p[i]) * 16777619u;
+  };
+  mix(f.src, sizeof f.src);
+  mix(f.dst, sizeof f.dst);
+  const uint8_t rest[] = {f.ip_version, f.proto, uint8_t(f.sport >> 8), uint8_t(f.sport),
+                          uint8_t(f.dport >> 8), uint8_t(f.dport)};
+  mix(rest, sizeof rest);
+  for (size_t level = spec_.tunnels.size(); level-- > 0;) {
+    const TrafficTunnel t = spec_.tunnels[level];
+    const uint32_t key = flow_hash ^ (0x9e3779b9u * static_cast<uint32_t>(level + 1));
+    // What the level carries: the whole frame, or its IP packet (after the
+    // Ethernet header and the tags).
+    uint32_t carried_at = 0;
+    if (!carries_ethernet(t)) {
+      carried_at = 12;
+      while (carried_at + 4 <= frame_.size() && frame_[carried_at] == 0x81 && frame_[carried_at + 1] == 0x00)
+        carried_at += 4;
+      carried_at += 2;
+    }
+    const uint32_t carried = static_cast<uint32_t>(frame_.size()) - carried_at;
+    const uint32_t header = tunnel_header_length(t);
+    wrapped_.assign(kEthernet + kIpv4 + header + carried, 0);
+    uint8_t *p = wrapped_.data();
+    static const uint8_t macs[12] = {0x02, 0, 0, 0, 0xee, 1, 0x02, 0, 0, 0, 0xee, 2};
+    std::memcpy(p, macs, 12);
+    put16(p + 12, 0x0800);
+    uint8_t *ip = p + kEthernet;
+    const bool inner_v6 = !carries_ethernet(t) && carried && (frame_[carried_at] >> 4) == 6;
+    const uint8_t proto = t == TrafficTunnel::Gre ? 47 : t == TrafficTunnel::IpIp ? (inner_v6 ? 41 : 4) : 17;
+    ip[0] = 0x45;
+    put16(ip + 2, kIpv4 + header + carried);
+    put16(ip + 6, 0x4000); // DF
+    ip[8] = 64;
+    ip[9] = proto;
+    const uint8_t src[4] = {10, uint8_t(200 + level), 0, uint8_t(1 + key % 16)};
+    const uint8_t dst[4] = {10, uint8_t(200 + level), 1, uint8_t(1 + (key >> 4) % 16)};
+    std::memcpy(ip + 12, src, 4);
+    std::memcpy(ip + 16, dst, 4);
+    put16(ip + 10, checksum(detail::ones_sum(ip, kIpv4, 0)));
+    uint8_t *h = ip + kIpv4;
+    const uint32_t vni = 5000 + (key >> 8) % 64; // a few tenants
+    if (proto == 17) { // UDP, checksum 0 (RFC 7348, 8926: allowed over IPv4)
+      const bool gtp = t == TrafficTunnel::GtpU;
+      put16(h, gtp ? 2152 : 49152 | (key & 0x3fff));
+      put16(h + 2, t == TrafficTunnel::Vxlan ? 4789 : t == TrafficTunnel::Geneve ? 6081 : 2152);
+      put16(h + 4, 8 + 8 + carried);
+      uint8_t *tunnel = h + 8;
+      if (t == TrafficTunnel::Vxlan) {
+        tunnel[0] = 0x08; // I: the VNI is valid
+        put32(tunnel + 4, vni << 8);
+      } else if (t == TrafficTunnel::Geneve) {
+        put16(tunnel + 2, 0x6558);
+        put32(tunnel + 4, vni << 8);
+      } else {
+        tunnel[0] = 0x30; // version 1, GTP
+        tunnel[1] = 0xff; // G-PDU
+        put16(tunnel + 2, carried);
+        put32(tunnel + 4, key); // TEID
+      }
+    } else if (t == TrafficTunnel::Gre) {
+      h[0] = 0x20; // key present
+      put16(h + 2, 0x6558);
+      put32(h + 4, vni << 8 | (key & 0xff)); // NVGRE: virtual subnet id, flow id
+    }
+    std::memcpy(h + header, frame_.data() + carried_at, carried);
+    frame_.swap(wrapped_);
+  }
 }
 
 // Ethernet [VLAN] IPv4|IPv6 [TCP|UDP|ICMP|ICMPv6] payload, checksums valid.
