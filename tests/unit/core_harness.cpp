@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -17,7 +18,8 @@ gpp::CoreConfig make_config(bool verify_l4, bool symmetric, const uint8_t *key) 
 }
 
 GppResult run_core(const Bytes &pkt, uint32_t caplen, uint32_t wirelen, uint32_t linktype,
-                   const gpp::CoreConfig &cfg, uint64_t packet_number, uint64_t timestamp_ns) {
+                   const gpp::CoreConfig &cfg, uint64_t packet_number, uint64_t timestamp_ns,
+                   GppTunnelInfo *tunnel) {
   if (caplen > pkt.size()) {
     ADD_FAILURE() << "test bug: caplen " << caplen << " > packet of " << pkt.size();
     caplen = static_cast<uint32_t>(pkt.size());
@@ -27,8 +29,14 @@ GppResult run_core(const Bytes &pkt, uint32_t caplen, uint32_t wirelen, uint32_t
   if (caplen) std::memcpy(exact.get(), pkt.data(), caplen);
   GppResult r;
   std::memset(&r, 0xa5, sizeof r); // the core must write every byte
-  gpp::process_packet(exact.get(), caplen, wirelen, linktype, packet_number, timestamp_ns, cfg,
-                      r);
+  if (!tunnel) {
+    gpp::process_packet(exact.get(), caplen, wirelen, linktype, packet_number, timestamp_ns, cfg,
+                        r);
+    return r;
+  }
+  std::memset(tunnel, 0xa5, sizeof *tunnel);
+  gpp::process_packet(exact.get(), caplen, wirelen, linktype, packet_number, timestamp_ns, cfg, r,
+                      gpp::ClassifyStages::kInline, nullptr, tunnel);
   return r;
 }
 
@@ -82,6 +90,55 @@ std::string record_violations(const GppResult &r, uint32_t caplen, uint32_t wire
   return why.str();
 }
 
+std::string tunnel_violations(const GppResult &r, const GppTunnelInfo &t, bool decap) {
+  std::ostringstream why;
+  constexpr uint32_t tunnel_flags =
+      GPP_STATUS_BAD_TUNNEL | GPP_STATUS_UNKNOWN_TUNNEL | GPP_STATUS_TUNNEL_DEPTH;
+  const GppTunnelInfo none{};
+  bool types_ok = true, ip_borne = false;
+  for (int i = 0; i < GPP_MAX_TUNNEL_DEPTH; ++i) {
+    const uint8_t type = t.tunnel_types[i];
+#define GPP_TUNNEL_KNOWN_(name, value, text, meaning) || type == GPP_TUNNEL_##name
+    const bool known = false GPP_TUNNEL_TYPES(GPP_TUNNEL_KNOWN_);
+#undef GPP_TUNNEL_KNOWN_
+    if (i < t.tunnel_count ? !known : type != 0) types_ok = false;
+    if (i < t.tunnel_count && type != GPP_TUNNEL_PPPOE && type != GPP_TUNNEL_PBB &&
+        type != GPP_TUNNEL_VNTAG && type != GPP_TUNNEL_ETAG)
+      ip_borne = true;
+  }
+  const uint8_t p = t.outer_l4_proto;
+  bool v4_tail_zero = true;
+  for (int i = 4; i < 16; ++i) v4_tail_zero = v4_tail_zero && !t.outer_src[i] && !t.outer_dst[i];
+  if (!decap && (std::memcmp(&t, &none, sizeof t) != 0 || (r.status & tunnel_flags)))
+    why << "decap off, yet a tunnel record or tunnel flag";
+  else if (t.tunnel_count > GPP_MAX_TUNNEL_DEPTH)
+    why << "tunnel_count " << int(t.tunnel_count);
+  else if (!types_ok)
+    why << "tunnel types out of range, or set past tunnel_count";
+  else if (t.reserved0)
+    why << "reserved0 not zero";
+  else if ((r.status & GPP_STATUS_TUNNEL_DEPTH) && t.tunnel_count != GPP_MAX_TUNNEL_DEPTH)
+    why << "tunnel_depth flag at depth " << int(t.tunnel_count);
+  else if (t.tunnel_count == 0 && t.tunnel_id != 0)
+    why << "tunnel id without a tunnel";
+  else if (ip_borne != (t.outer_ip_version != 0))
+    why << "outer_ip_version " << int(t.outer_ip_version) << " with" << (ip_borne ? "" : "out")
+        << " an IP-borne level";
+  else if (t.outer_ip_version == 0 &&
+           std::memcmp(&t.outer_l4_proto, &none.outer_l4_proto,
+                       sizeof t - offsetof(GppTunnelInfo, outer_l4_proto)) != 0)
+    why << "outer fields without an outer IP header";
+  else if (t.outer_ip_version != 0 && t.outer_ip_version != 4 && t.outer_ip_version != 6)
+    why << "outer_ip_version " << int(t.outer_ip_version);
+  else if (t.outer_ip_version && p != kUdp && p != kGre && p != kIpIp && p != kIpv6InIp)
+    why << "outer_l4_proto " << int(p);
+  else if (p != kUdp && (t.outer_sport || t.outer_dport))
+    why << "outer ports on a carrier that is not UDP";
+  else if (t.outer_ip_version == 4 && !v4_tail_zero)
+    why << "IPv4 outer addresses with bytes past the fourth";
+  return why.str();
+}
+
 namespace {
 
 std::string differing_header_field(const GppResult &full, const GppResult &cut) {
@@ -117,9 +174,10 @@ std::string differing_header_field(const GppResult &full, const GppResult &cut) 
   return "";
 }
 
-// First broken promise over all truncations of c, or "".
+// First broken promise over all truncations of c, or "".  With `full_tunnel`,
+// through the tunnel walk, whose record is checked as well.
 std::string truncation_violations(const Crafted &c, const gpp::CoreConfig &cfg,
-                                  const GppResult &full) {
+                                  const GppResult &full, const GppTunnelInfo *full_tunnel) {
   const uint32_t caplen = static_cast<uint32_t>(c.bytes.size());
   const uint32_t wire = c.wire();
   std::ostringstream why;
@@ -128,13 +186,19 @@ std::string truncation_violations(const Crafted &c, const gpp::CoreConfig &cfg,
     return why.str();
   }
   for (uint32_t len = 0; len < caplen; ++len) {
-    const GppResult r = run_core(c.bytes, len, wire, c.linktype, cfg);
-    const std::string broken = record_violations(r, len, wire);
+    GppTunnelInfo t{};
+    const GppResult r = run_core(c.bytes, len, wire, c.linktype, cfg, 1,
+                                 1700000000123456789ull, full_tunnel ? &t : nullptr);
+    std::string broken = record_violations(r, len, wire);
+    if (broken.empty() && full_tunnel) broken = tunnel_violations(r, t, cfg.decap);
     if (!broken.empty()) {
       why << "cut at " << len << " bytes: " << broken;
       return why.str();
     }
     if (len < c.header_bytes) {
+      if (r.status == 0 && full_tunnel && c.tunnel_guessed &&
+          t.tunnel_count < full_tunnel->tunnel_count)
+        continue; // taken for plain UDP
       if (r.status == 0) {
         why << "cut at " << len << " bytes (headers need " << c.header_bytes
             << "): status 0, expected a truncation flag";
@@ -146,7 +210,9 @@ std::string truncation_violations(const Crafted &c, const gpp::CoreConfig &cfg,
         return why.str();
       }
     } else {
-      const std::string field = differing_header_field(full, r);
+      std::string field = differing_header_field(full, r);
+      if (field.empty() && full_tunnel && std::memcmp(&t, full_tunnel, sizeof t) != 0)
+        field = "the tunnel record";
       if (!field.empty()) {
         why << "cut at " << len << " bytes (headers complete at " << c.header_bytes
             << "): " << field << " differs from the full packet (status 0x" << std::hex
@@ -165,7 +231,18 @@ GppResult parse(const Crafted &c, const gpp::CoreConfig &cfg) {
   const uint32_t caplen = static_cast<uint32_t>(c.bytes.size());
   const GppResult full = run_core(c.bytes, caplen, c.wire(), c.linktype, cfg);
   EXPECT_EQ("", record_violations(full, caplen, c.wire()));
-  EXPECT_EQ("", truncation_violations(c, cfg, full));
+  EXPECT_EQ("", truncation_violations(c, cfg, full, nullptr));
+  return full;
+}
+
+GppResult parse(const Crafted &c, const gpp::CoreConfig &cfg, GppTunnelInfo *tunnel) {
+  SCOPED_TRACE("packet '" + c.name + "' through the tunnel walk");
+  const uint32_t caplen = static_cast<uint32_t>(c.bytes.size());
+  const GppResult full =
+      run_core(c.bytes, caplen, c.wire(), c.linktype, cfg, 1, 1700000000123456789ull, tunnel);
+  EXPECT_EQ("", record_violations(full, caplen, c.wire()));
+  EXPECT_EQ("", tunnel_violations(full, *tunnel, cfg.decap));
+  EXPECT_EQ("", truncation_violations(c, cfg, full, tunnel));
   return full;
 }
 

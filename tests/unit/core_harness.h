@@ -18,14 +18,21 @@ gpp::CoreConfig make_config(bool verify_l4 = true, bool symmetric = false,
                             const uint8_t *key = gpp::kDefaultRssKey);
 
 // process_packet() over the first `caplen` bytes of `pkt`, copied into a heap
-// block of exactly `caplen` bytes.
+// block of exactly `caplen` bytes.  With `tunnel`, process_packet() gets it
+// (and walks into tunnels when cfg.decap says so).
 GppResult run_core(const Bytes &pkt, uint32_t caplen, uint32_t wirelen, uint32_t linktype,
                    const gpp::CoreConfig &cfg, uint64_t packet_number = 1,
-                   uint64_t timestamp_ns = 1700000000123456789ull);
+                   uint64_t timestamp_ns = 1700000000123456789ull,
+                   GppTunnelInfo *tunnel = nullptr);
 
 // Promises every record keeps whatever the input (offsets inside the capture,
 // reserved fields zero, ...).  Empty when all hold, else the first broken one.
 std::string record_violations(const GppResult &r, uint32_t caplen, uint32_t wirelen);
+
+// Promises of the tunnel walk's record beside its GppResult (types in range
+// and none past the count, outer fields only where an IP-borne level was
+// walked, all zero and no tunnel flag when `decap` is off).
+std::string tunnel_violations(const GppResult &r, const GppTunnelInfo &t, bool decap);
 
 struct Crafted {
   std::string name;
@@ -37,6 +44,9 @@ struct Crafted {
   // cut before this point must not report status 0; cut at or after it, it
   // must give the full packet's status and header fields.
   uint32_t header_bytes = 0;
+  // Teredo is found by a guess (an IPv6 header inside UDP port 3544): cut
+  // before header_bytes, the walk may see plain UDP (status 0, no tunnel).
+  bool tunnel_guessed = false;
 
   uint32_t wire() const { return wirelen ? wirelen : static_cast<uint32_t>(bytes.size()); }
 };
@@ -45,6 +55,11 @@ struct Crafted {
 // wire length unchanged), recording gtest failures for broken promises.
 // Returns the full packet's record.
 GppResult parse(const Crafted &c, const gpp::CoreConfig &cfg = make_config());
+
+// Same with the tunnel walk: every record also gets a GppTunnelInfo, checked
+// by tunnel_violations() and, cut at or after header_bytes, equal to the full
+// packet's.  The full packet's is returned in *tunnel.
+GppResult parse(const Crafted &c, const gpp::CoreConfig &cfg, GppTunnelInfo *tunnel);
 
 // Same for a packet given inline.
 GppResult parse(const std::string &name, uint32_t linktype, const Bytes &bytes,

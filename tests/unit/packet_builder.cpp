@@ -326,4 +326,133 @@ Bytes loopback(uint32_t family, bool little_endian, const Bytes &payload) {
   return concat(b, payload);
 }
 
+Bytes vxlan(uint32_t vni, const Bytes &inner) {
+  Bytes b{0x08, 0, 0, 0};
+  append32(b, vni << 8);
+  return concat(b, inner);
+}
+
+Bytes geneve(const GeneveSpec &spec, const Bytes &inner) {
+  Bytes b{static_cast<uint8_t>((spec.version << 6) | (spec.option_words & 0x3f)), 0};
+  append16(b, spec.protocol);
+  append32(b, spec.vni << 8);
+  if (spec.option_words) { // one option: class, type, length (of its data, in words)
+    append16(b, 0x0102);
+    b.push_back(0x03);
+    b.push_back(static_cast<uint8_t>(spec.option_words - 1));
+    const Bytes data = pattern_bytes(4u * (spec.option_words - 1), 0x51);
+    b.insert(b.end(), data.begin(), data.end());
+  }
+  return concat(b, inner);
+}
+
+Bytes gre(const GreSpec &spec, const Bytes &inner) {
+  Bytes b{static_cast<uint8_t>((spec.checksum ? 0x80 : 0) | (spec.routing ? 0x40 : 0) |
+                               (spec.key ? 0x20 : 0) | (spec.sequence ? 0x10 : 0)),
+          static_cast<uint8_t>(spec.version & 0x07)};
+  append16(b, spec.protocol);
+  const size_t checksum_at = b.size();
+  if (spec.checksum || spec.routing) append32(b, 0); // checksum and offset
+  if (spec.key) append32(b, spec.key_value);
+  if (spec.sequence) append32(b, spec.sequence_value);
+  Bytes out = concat(b, inner);
+  if (spec.checksum) store16(out, checksum_at, internet_checksum(out));
+  return out;
+}
+
+Bytes erspan2(uint16_t session, const Bytes &frame, uint8_t version) {
+  Bytes b;
+  append16(b, static_cast<uint16_t>((version << 12) | 100)); // VLAN 100
+  append16(b, static_cast<uint16_t>(session & 0x3ff));
+  append32(b, 7); // index
+  return concat(b, frame);
+}
+
+Bytes erspan3(uint16_t session, const Bytes &frame, bool platform_header, uint8_t version) {
+  Bytes b;
+  append16(b, static_cast<uint16_t>((version << 12) | 100));
+  append16(b, static_cast<uint16_t>(session & 0x3ff));
+  append32(b, 0x5eed1234); // timestamp
+  append16(b, 0);          // security group tag
+  append16(b, platform_header ? 1 : 0); // ..., O
+  if (platform_header) {
+    append32(b, 0x0c000000); // platform id 3
+    append32(b, 0x00000042);
+  }
+  return concat(b, frame);
+}
+
+Bytes gtp(const GtpSpec &spec, const Bytes &inner) {
+  Bytes ext;
+  for (size_t i = 0; i < spec.extensions.size(); ++i) {
+    const Bytes &c = spec.extensions[i].content;
+    require((c.size() + 2) % 4 == 0, "GTP extension content must be 4n - 2 bytes");
+    ext.push_back(static_cast<uint8_t>((c.size() + 2) / 4));
+    ext.insert(ext.end(), c.begin(), c.end());
+    ext.push_back(i + 1 < spec.extensions.size() ? spec.extensions[i + 1].type : 0);
+  }
+  const bool optional = spec.sequence || !spec.extensions.empty();
+  Bytes b{static_cast<uint8_t>(spec.flags | (spec.sequence ? 0x02 : 0) |
+                               (spec.extensions.empty() ? 0 : 0x04)),
+          spec.message_type};
+  append16(b, static_cast<uint16_t>((optional ? 4 : 0) + ext.size() + inner.size()));
+  append32(b, spec.teid);
+  if (optional) {
+    append16(b, 0x0102); // sequence number
+    b.push_back(0);      // N-PDU number
+    b.push_back(spec.extensions.empty() ? 0 : spec.extensions[0].type);
+  }
+  return concat(concat(b, ext), inner);
+}
+
+Bytes teredo(const TeredoSpec &spec, const Bytes &ipv6_packet) {
+  Bytes b;
+  if (spec.auth) {
+    append16(b, 0x0001);
+    b.push_back(spec.id_length);
+    b.push_back(spec.auth_length);
+    const Bytes ids = pattern_bytes(spec.id_length + spec.auth_length + 8u, 0x7a); // + nonce
+    b.insert(b.end(), ids.begin(), ids.end());
+    b.push_back(0); // confirmation
+  }
+  if (spec.origin) {
+    append16(b, 0x0000);
+    append16(b, static_cast<uint16_t>(~40000)); // obfuscated port and address
+    append32(b, ~0xc0000201u);
+  }
+  return concat(b, ipv6_packet);
+}
+
+Bytes pppoe_session(uint16_t session, uint16_t ppp_protocol, const Bytes &inner, int length_field) {
+  Bytes b{0x11, 0x00};
+  append16(b, session);
+  append16(b, static_cast<uint16_t>(length_field >= 0 ? length_field : 2 + inner.size()));
+  append16(b, ppp_protocol);
+  return concat(b, inner);
+}
+
+Bytes pbb_itag(uint32_t isid, const Bytes &customer_frame) {
+  Bytes b;
+  append32(b, isid & 0xffffff);
+  return concat(b, customer_frame);
+}
+
+Bytes vntag(uint16_t dst_vif, uint16_t ethertype, const Bytes &inner) {
+  Bytes b;
+  append16(b, static_cast<uint16_t>(dst_vif & 0x3fff));
+  append16(b, 0x0005); // source VIF
+  append16(b, ethertype);
+  return concat(b, inner);
+}
+
+Bytes etag(uint16_t ecid_base, uint8_t ecid_ext, uint16_t ethertype, const Bytes &inner) {
+  Bytes b;
+  append16(b, 0x2000);                                     // E-PCP 1, ingress E-CID base 0
+  append16(b, static_cast<uint16_t>(ecid_base & 0x0fff));  // GRP 0, E-CID base
+  b.push_back(0);                                          // ingress E-CID ext
+  b.push_back(ecid_ext);
+  append16(b, ethertype);
+  return concat(b, inner);
+}
+
 } // namespace gpptest

@@ -1,5 +1,5 @@
 // Builds packets byte by byte for the core tests: link layers, IPv4, IPv6 with
-// extension headers, TCP, UDP, ICMP.  Checksums are computed here with a
+// extension headers, TCP, UDP, ICMP, and the encapsulations of the tunnel walk.  Checksums are computed here with a
 // deliberately simple implementation of their own (RFC 1071 by the book), never
 // with the core's functions, so a checksum bug in the core cannot hide itself.
 #pragma once
@@ -19,6 +19,8 @@ constexpr uint8_t kIcmp = 1;
 constexpr uint8_t kTcp = 6;
 constexpr uint8_t kUdp = 17;
 constexpr uint8_t kGre = 47;
+constexpr uint8_t kIpIp = 4;
+constexpr uint8_t kIpv6InIp = 41;
 constexpr uint8_t kRouting = 43;
 constexpr uint8_t kFragment = 44;
 constexpr uint8_t kAh = 51;
@@ -34,6 +36,20 @@ constexpr uint16_t kEthVlan = 0x8100;
 constexpr uint16_t kEthQinQ = 0x88a8;
 constexpr uint16_t kEthQinQOld = 0x9100;
 constexpr uint16_t kEthMpls = 0x8847;
+constexpr uint16_t kEthTeb = 0x6558; // transparent Ethernet bridging (GRE, GENEVE)
+constexpr uint16_t kEthErspan = 0x88be;
+constexpr uint16_t kEthErspan3 = 0x22eb;
+constexpr uint16_t kEthPppoeSession = 0x8864;
+constexpr uint16_t kEthPbb = 0x88e7;
+constexpr uint16_t kEthVnTag = 0x8926;
+constexpr uint16_t kEthETag = 0x893f;
+
+// UDP ports of the tunnels
+constexpr uint16_t kPortVxlan = 4789;
+constexpr uint16_t kPortGeneve = 6081;
+constexpr uint16_t kPortGtpU = 2152;
+constexpr uint16_t kPortTeredo = 3544;
+constexpr uint16_t kPortGreInUdp = 4754;
 
 // TCP flags
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10,
@@ -135,5 +151,66 @@ Bytes linux_sll(uint16_t protocol, const Bytes &payload);
 Bytes linux_sll2(uint16_t protocol, const Bytes &payload);
 // BSD loopback header: the address family in little- or big-endian order.
 Bytes loopback(uint32_t family, bool little_endian, const Bytes &payload);
+
+// ---- Encapsulations: each returns its header(s) followed by `inner` ----------
+
+// VXLAN (RFC 7348): flags with I set, the VNI.  Goes in UDP to kPortVxlan.
+Bytes vxlan(uint32_t vni, const Bytes &inner);
+
+struct GeneveSpec {
+  uint32_t vni = 0x123456;
+  uint16_t protocol = kEthTeb;
+  uint8_t option_words = 0; // 4-byte words of options (filled with one padded TLV)
+  uint8_t version = 0;
+};
+Bytes geneve(const GeneveSpec &spec, const Bytes &inner);
+
+struct GreSpec {
+  uint16_t protocol = kEthIpv4;
+  bool checksum = false; // the checksum is computed over the header and `inner`
+  bool key = false;
+  uint32_t key_value = 0;
+  bool sequence = false;
+  uint32_t sequence_value = 0;
+  bool routing = false;
+  uint8_t version = 0;
+};
+Bytes gre(const GreSpec &spec, const Bytes &inner);
+
+// ERSPAN type II (version 1) and III (version 2) headers; type I is GRE
+// kEthErspan without a sequence number and no header of its own.
+Bytes erspan2(uint16_t session, const Bytes &frame, uint8_t version = 1);
+Bytes erspan3(uint16_t session, const Bytes &frame, bool platform_header = false,
+              uint8_t version = 2);
+
+struct GtpExtension {
+  uint8_t type;  // the type the previous header names
+  Bytes content; // 4n - 2 bytes: the length and next-type bytes are added
+};
+struct GtpSpec {
+  uint32_t teid = 0x01020304;
+  uint8_t message_type = 0xff; // G-PDU
+  uint8_t flags = 0x30;        // version 1, protocol type GTP; 0x07: S, PN, E
+  bool sequence = false;       // the 4 optional bytes without the E flag (S set)
+  std::vector<GtpExtension> extensions; // sets E
+};
+Bytes gtp(const GtpSpec &spec, const Bytes &inner);
+
+struct TeredoSpec {
+  bool origin = false;   // origin indication (8 bytes)
+  bool auth = false;     // authentication header before it
+  uint8_t id_length = 0; // its client identifier and authentication value
+  uint8_t auth_length = 0;
+};
+Bytes teredo(const TeredoSpec &spec, const Bytes &ipv6_packet);
+
+// PPPoE session header and PPP protocol: goes after ethertype kEthPppoeSession.
+Bytes pppoe_session(uint16_t session, uint16_t ppp_protocol, const Bytes &inner,
+                    int length_field = -1);
+// 802.1ah I-TAG and the customer frame: goes after ethertype kEthPbb.
+Bytes pbb_itag(uint32_t isid, const Bytes &customer_frame);
+// VN-Tag / E-Tag and the next ethertype: goes after kEthVnTag / kEthETag.
+Bytes vntag(uint16_t dst_vif, uint16_t ethertype, const Bytes &inner);
+Bytes etag(uint16_t ecid_base, uint8_t ecid_ext, uint16_t ethertype, const Bytes &inner);
 
 } // namespace gpptest
