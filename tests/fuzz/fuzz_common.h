@@ -18,8 +18,10 @@ constexpr uint32_t kLinktypes[] = {GPP_LINKTYPE_ETHERNET, GPP_LINKTYPE_RAW, GPP_
                                    GPP_LINKTYPE_LINUX_SLL2, 147 /* USER0 */};
 constexpr size_t kLinktypeCount = sizeof kLinktypes / sizeof kLinktypes[0];
 
-// Flag bits of the packet-core input's second byte.
-constexpr uint8_t kFlagVerifyL4 = 1, kFlagSymmetric = 2;
+// Flag bits of the packet-core input's second byte (its high nibble: bytes
+// on the wire past the capture).  kFlagDecap walks into tunnels (CoreConfig
+// decap with a GppTunnelInfo); kFlagVxlanLinux takes UDP 8472 as VXLAN too.
+constexpr uint8_t kFlagVerifyL4 = 1, kFlagSymmetric = 2, kFlagDecap = 4, kFlagVxlanLinux = 8;
 
 // Index of `linktype` in kLinktypes, or kLinktypeCount - 1 for any other.
 inline uint8_t linktype_index(uint32_t linktype) {

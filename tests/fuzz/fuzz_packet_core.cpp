@@ -1,8 +1,11 @@
 // Fuzzes the packet core (gpu/packet_core.h) across link types, with the ACL
-// and DPI stages on, against slow reference code:
-// - every record keeps the core's promises (core_harness's record_violations)
-//   on an exact-size heap copy of the frame, so ASan sees any read past
-//   caplen, and again on a shorter capture of the same frame;
+// and DPI stages on, with and without the tunnel walk (kFlagDecap), against
+// slow reference code:
+// - every record keeps the core's promises (core_harness's record_violations,
+//   and with the walk tunnel_violations) on an exact-size heap copy of the
+//   frame, so ASan sees any read past caplen, and again on a shorter capture
+//   of the same frame; with the walk, the record without it (decap 0, or no
+//   GppTunnelInfo) is the one of the core without a tunnel argument;
 // - the RSS hash equals a bit-by-bit Toeplitz hash of the record's own
 //   addresses and ports (either order with symmetric RSS), and the core's
 //   table-driven hash equals its direct one;
@@ -66,16 +69,21 @@ const Sets &sets() {
   std::abort();
 }
 
+// With `tunnel`, the core gets a GppTunnelInfo (and walks with cfg.decap).
 GppResult parse(const uint8_t *frame, uint32_t caplen, uint32_t wirelen, uint32_t linktype,
-                const gpp::CoreConfig &cfg, const gpp::detail::RssTable *table = nullptr) {
+                const gpp::CoreConfig &cfg, const gpp::detail::RssTable *table = nullptr,
+                GppTunnelInfo *tunnel = nullptr) {
   // An exact-size heap block: one byte past caplen is an ASan report.
   std::unique_ptr<uint8_t[]> copy(new uint8_t[caplen ? caplen : 1]);
   if (caplen) std::memcpy(copy.get(), frame, caplen);
   GppResult r;
   gpp::process_packet(copy.get(), caplen, wirelen, linktype, 7, 1700000000000000000ull, cfg, r,
-                      gpp::ClassifyStages::kInline, table);
+                      gpp::ClassifyStages::kInline, table, tunnel);
   return r;
 }
+
+bool same(const GppResult &a, const GppResult &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same(const GppTunnelInfo &a, const GppTunnelInfo &b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 void check_rss(const GppResult &r, const gpp::CoreConfig &cfg) {
   if (r.ip_version != 4 && r.ip_version != 6) return;
@@ -103,9 +111,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   gpp::CoreConfig cfg = gpptest::make_config(flags & gppfuzz::kFlagVerifyL4,
                                              flags & gppfuzz::kFlagSymmetric);
-  const GppResult plain = parse(frame, caplen, wirelen, linktype, cfg);
+  cfg.vxlan_ports[0] = gpp::kVxlanPort;
+  if (flags & gppfuzz::kFlagVxlanLinux) cfg.vxlan_ports[1] = 8472;
+  const bool decap = flags & gppfuzz::kFlagDecap;
+  cfg.decap = decap;
+  GppTunnelInfo walked{};
+  GppTunnelInfo *const tunnel = decap ? &walked : nullptr;
+  const GppResult plain = parse(frame, caplen, wirelen, linktype, cfg, nullptr, tunnel);
   std::string broken = gpptest::record_violations(plain, caplen, wirelen);
+  if (broken.empty()) broken = gpptest::tunnel_violations(plain, walked, decap);
   if (!broken.empty()) fail("record", broken);
+  if (decap) { // without the walk: the record of the core without a tunnel argument
+    gpp::CoreConfig off = cfg;
+    off.decap = 0;
+    GppTunnelInfo none{};
+    const GppResult before = parse(frame, caplen, wirelen, linktype, off);
+    if (!same(before, parse(frame, caplen, wirelen, linktype, off, nullptr, &none)) ||
+        !same(none, GppTunnelInfo{}))
+      fail("decap 0", "a GppTunnelInfo changed the record, or was filled");
+    if (!same(before, parse(frame, caplen, wirelen, linktype, cfg)))
+      fail("decap 1", "without a GppTunnelInfo, the record differs from decap 0's");
+  }
   if (!gpp::linktype_supported(linktype) && plain.ip_version != 0)
     fail("linktype", "an unsupported link type gave an IP record");
   check_rss(plain, cfg);
@@ -114,12 +140,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     t->fill(gpp::kDefaultRssKey, 0, 1); // the key make_config() sets
     return t;
   }();
-  const GppResult tabled = parse(frame, caplen, wirelen, linktype, cfg, table.get());
-  if (std::memcmp(&tabled, &plain, sizeof plain) != 0) fail("rss table", "records differ");
+  GppTunnelInfo tabled_walk{};
+  const GppResult tabled = parse(frame, caplen, wirelen, linktype, cfg, table.get(),
+                                 decap ? &tabled_walk : nullptr);
+  if (!same(tabled, plain) || !same(tabled_walk, walked)) fail("rss table", "records differ");
 
   // A shorter capture of the same frame keeps the promises too.
   const uint32_t cut = caplen ? (flags * 131u + caplen) % caplen : 0;
-  broken = gpptest::record_violations(parse(frame, cut, wirelen, linktype, cfg), cut, wirelen);
+  GppTunnelInfo cut_walk{};
+  const GppResult cut_record = parse(frame, cut, wirelen, linktype, cfg, nullptr, decap ? &cut_walk : nullptr);
+  broken = gpptest::record_violations(cut_record, cut, wirelen);
+  if (broken.empty()) broken = gpptest::tunnel_violations(cut_record, cut_walk, decap);
   if (!broken.empty()) fail(("record, cut at " + std::to_string(cut)).c_str(), broken);
 
   // The classification stages against their slow references.
@@ -127,7 +158,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   cfg.acl = s.acl->blob.data();
   cfg.acl_default_action = GPP_ACL_ALLOW;
   cfg.dpi = s.dpi->blob.data();
-  GppResult staged = parse(frame, caplen, wirelen, linktype, cfg);
+  GppTunnelInfo staged_walk{};
+  GppResult staged = parse(frame, caplen, wirelen, linktype, cfg, nullptr, decap ? &staged_walk : nullptr);
+  if (!same(staged_walk, walked)) fail("stages", "changed the tunnel record");
   const uint32_t brute = s.acl->first_match(plain);
   const int32_t want_rule = brute == gpp::kAclNoRule ? -1 : static_cast<int32_t>(brute);
   const uint8_t want_action =
@@ -150,6 +183,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   staged.dpi_pattern = -1;
   staged.dpi_hits = 0;
   staged.dpi_scanned = 0;
-  if (std::memcmp(&staged, &plain, sizeof plain) != 0) fail("stages", "changed other fields");
+  if (!same(staged, plain)) fail("stages", "changed other fields");
   return 0;
 }

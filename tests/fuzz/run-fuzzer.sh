@@ -11,7 +11,8 @@ fuzzer=$1 seeds=$2 kind=$3 data=$4 seconds=${GPP_FUZZ_SECONDS:-$5} work=$6
 mkdir -p "$work/seeds" "$work/corpus" "$work/artifacts"
 case $kind in
   packet-core)
-    "$seeds" packets "$work/seeds" "$data"/pcap/*.pcap* "$data"/pcap-tunnels/*.pcap* ;;
+    "$seeds" packets "$work/seeds" "$data"/pcap/*.pcap* "$data"/pcap-tunnels/*.pcap*
+    "$seeds" tunnels "$work/seeds" ;;
   acl-loader)
     "$seeds" lines "$work/seeds" "" 12 "$data"/acl/*.rules "$data"/acl/dpdk_*_rule ;;
   dpi-loader)
