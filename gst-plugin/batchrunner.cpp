@@ -97,7 +97,7 @@ GppBatchRunner::start (const GppStartSettings & settings)
   if (settings.flows)
     flows_.start (settings.flow);
   return open_pools (settings.mode, settings.pool_device, settings.pool_size_mib,
-      settings.pool_kind) && switch_engine (settings.mode, settings.engine);
+      settings.pool_kind, settings.record_size) && switch_engine (settings.mode, settings.engine);
 }
 
 void
@@ -115,10 +115,10 @@ GppBatchRunner::learn_liveness (GstPad * sinkpad)
 
 bool
 GppBatchRunner::open_pools (gpp::Mode mode, int device, guint pool_size_mib,
-    gpp::HostMemoryKind kind)
+    gpp::HostMemoryKind kind, guint record_size)
 {
   std::string why;
-  switch (dispatch_.pools.open (device, (size_t) pool_size_mib << 20, kind, &why)) {
+  switch (dispatch_.pools.open (device, (size_t) pool_size_mib << 20, kind, record_size, &why)) {
     case GppPinnedPools::Open::Refused:
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("Pinned memory refused: %s.",
               why.c_str ()), ("lower pool-size; at most %.0f%% of physical memory may be pinned",
@@ -207,7 +207,7 @@ GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
 {
   const guint8 *batch = item.batch_map.data;
   const uint32_t count = reinterpret_cast<const GppBatchHeader *> (batch)->packet_count;
-  map_heap_results (item, count);
+  map_heap_results (item, gpp::results_bytes (count, config));
   auto *records = reinterpret_cast<GppResult *> (item.results_map.data);
   std::string error;
   gpp::Engine *engine = dispatch_.engine ();
@@ -226,9 +226,9 @@ GppBatchRunner::run_inline (PendingItem & item, const gpp::CoreConfig & config,
 
 /* Results in ordinary memory, mapped: mode=cpu reads and writes any. */
 void
-GppBatchRunner::map_heap_results (PendingItem & item, uint32_t count)
+GppBatchRunner::map_heap_results (PendingItem & item, gsize results_size)
 {
-  item.results = heap_results_.acquire ((gsize) count * sizeof (GppResult));
+  item.results = heap_results_.acquire (results_size);
   if (!item.results)
     throw std::bad_alloc ();    /* posted as an element error (noexcept.h) */
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
@@ -254,8 +254,12 @@ GppBatchRunner::flow_and_push (PendingItem & item, const GppResult * records, ui
 GstFlowReturn
 GppBatchRunner::push_results (PendingItem & item)
 {
-  if (item.push_records)
-    return gst_pad_push (srcpad_, item.take_results ());
+  if (item.push_records) {
+    const GstFlowReturn flow = gst_pad_push (srcpad_, item.take_results ());
+    if (flow == GST_FLOW_NOT_NEGOTIATED)
+      post_refused_caps ();
+    return flow;
+  }
   GstClockTime pts = GST_BUFFER_PTS (item.batch);
   const GstClockTime duration = GST_BUFFER_DURATION (item.batch);
   item.release ();
@@ -269,6 +273,34 @@ GppBatchRunner::push_results (PendingItem & item)
    * may well be unlinked (flows alone), and the batches must go on. */
   gst_pad_push_event (srcpad_, gst_event_new_gap (pts, duration));
   return GST_FLOW_OK;
+}
+
+/* Downstream refused the results caps (a sticky CAPS event it refuses
+ * fails the first buffer after it, not the event): says which caps, what
+ * downstream takes, and what decap has to do with it, once a run. */
+void
+GppBatchRunner::post_refused_caps ()
+{
+  if (refused_caps_posted_)
+    return;
+  refused_caps_posted_ = true;
+  GstCaps *caps = gst_pad_get_current_caps (srcpad_);
+  GstCaps *peer = gst_pad_peer_query_caps (srcpad_, NULL);
+  gchar *ours = caps ? gst_caps_to_string (caps) : g_strdup ("none");
+  gchar *theirs = peer ? gst_caps_to_string (peer) : g_strdup ("nothing");
+  GST_ELEMENT_ERROR (element_, CORE, NEGOTIATION, ("The element after gpupacketproc does not "
+          "accept its results, %s (not-negotiated). decap=none writes record-size=%d, "
+          "decap=inner record-size=%d (each record's tunnels in a plane after the records), "
+          "which a reader of %d-byte records refuses: set decap=none, or link an element "
+          "that reads them (packetresultenc, pcapsink).", ours, GPP_RESULTS_RECORD_SIZE,
+          GPP_RESULTS_RECORD_SIZE_TUNNELS, GPP_RESULTS_RECORD_SIZE),
+      ("downstream accepts %s", theirs));
+  g_free (ours);
+  g_free (theirs);
+  if (peer)
+    gst_caps_unref (peer);
+  if (caps)
+    gst_caps_unref (caps);
 }
 
 /* The GPU engines read whole 16-byte words of pinned memory: a batch from
@@ -308,22 +340,23 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
   return GST_FLOW_OK;
 }
 
-/* The batch's results buffer, mapped: from the pinned results pool for the
- * GPU engines (which write it), in ordinary memory for mode=cpu. */
+/* The batch's results buffer (its records, and with decap their tunnel
+ * plane), mapped: from the pinned results pool for the GPU engines (which
+ * write it), in ordinary memory for mode=cpu. */
 GstFlowReturn
-GppBatchRunner::map_results (PendingItem & item, guint pool_size_mib)
+GppBatchRunner::map_results (PendingItem & item, const GppBatchSettings & batch)
 {
+  const gsize results_size = gpp::results_bytes (item.count, batch.config);
   if (!gpp::is_gpu_mode (dispatch_.engine ()->mode ())) {
-    map_heap_results (item, item.count);
+    map_heap_results (item, results_size);
     return GST_FLOW_OK;
   }
-  const gsize results_size = (gsize) item.count * sizeof (GppResult);
   if (results_size > gpp_pinned_allocator_capacity (dispatch_.pools.results ())) {
     if (settle_before_error ())
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("The results of a %u-packet "
               "batch (%" G_GSIZE_FORMAT " bytes) do not fit the %zu MiB results pool; raise "
               "pool-size or lower batch-size.", item.count, results_size,
-              GppPinnedPools::kResultsPoolFactor * pool_size_mib), (NULL));
+              dispatch_.pools.results_bytes () >> 20), (NULL));
     return GST_FLOW_ERROR;
   }
   auto mark = std::chrono::steady_clock::now ();
@@ -354,7 +387,7 @@ GppBatchRunner::submit (PendingItem item, const GppBatchSettings & batch,
   GstFlowReturn ready = gpp::is_gpu_mode (engine->mode ()) ?
       stage_in_pool (item, batch.pool_size_mib) : GST_FLOW_OK;
   if (ready == GST_FLOW_OK)
-    ready = map_results (item, batch.pool_size_mib);
+    ready = map_results (item, batch);
   if (ready != GST_FLOW_OK)
     return ready;
 

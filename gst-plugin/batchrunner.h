@@ -111,12 +111,15 @@ private:
   /* Whether upstream is live (asked once, streaming thread); -1: not asked. */
   int upstream_live_ = -1;
   bool gap_sent_ = false;       /* packet-records=false: a gap went out since the last flush */
+  bool refused_caps_posted_ = false;
   GppResultsPool heap_results_; /* mode=cpu's results */
 
-  /* Allocates the pinned pools where a GPU is usable; without one, mode=cpu
-   * still works and GPU modes explain why they cannot start.  FALSE, with
-   * the error posted, when `mode` cannot run. */
-  bool open_pools (gpp::Mode mode, int device, guint pool_size_mib, gpp::HostMemoryKind kind);
+  /* Allocates the pinned pools where a GPU is usable, the results pool for
+   * results of `record_size` bytes a packet; without one, mode=cpu still
+   * works and GPU modes explain why they cannot start.  FALSE, with the
+   * error posted, when `mode` cannot run. */
+  bool open_pools (gpp::Mode mode, int device, guint pool_size_mib, gpp::HostMemoryKind kind,
+      guint record_size);
   /* Builds the engine of `mode` the settings ask for (after the old one
    * drained) and places the flow table where it runs; FALSE, posted. */
   bool switch_engine (gpp::Mode mode, const gpp::EngineSettings & settings);
@@ -139,12 +142,13 @@ private:
   GstFlowReturn submit (PendingItem item, const GppBatchSettings & batch,
       std::chrono::steady_clock::time_point entry);
   GstFlowReturn stage_in_pool (PendingItem & item, guint pool_size_mib);
-  GstFlowReturn map_results (PendingItem & item, guint pool_size_mib);
-  void map_heap_results (PendingItem & item, uint32_t count);
+  GstFlowReturn map_results (PendingItem & item, const GppBatchSettings & batch);
+  void map_heap_results (PendingItem & item, gsize results_size);
   GstFlowReturn finish (PendingItem & item);
   GstFlowReturn flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
       std::chrono::steady_clock::time_point mark);
   GstFlowReturn push_results (PendingItem & item);
+  void post_refused_caps ();
   bool settle_before_error ();
   void account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
       std::chrono::steady_clock::time_point entry, guint64 capture_ns);

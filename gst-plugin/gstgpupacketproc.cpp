@@ -5,8 +5,12 @@
  * Runs the gpupacket per-packet core over each `application/x-packet-batch`
  * buffer and pushes one `application/x-packet-results` buffer per batch: an
  * array of 128-byte GppResult records (gpupacket/packet-result.h), one per
- * packet, in batch order.  Each results buffer keeps the batch's timestamps
- * and offsets and carries a GstPacketBatchMeta that refers to the batch.
+ * packet, in batch order (caps record-size=128).  With decap=inner each
+ * record describes the innermost packet of the tunnels it is carried in, and
+ * the records are followed by as many 48-byte GppTunnelInfo, the tunnels
+ * walked (caps record-size=176).  Each results buffer keeps the batch's
+ * timestamps and offsets and carries a GstPacketBatchMeta that refers to the
+ * batch.
  * With packet-records=false a gap event takes each results buffer's place
  * (for flows=true alone: the records then need not leave the GPU).
  *
@@ -48,6 +52,8 @@
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap ! gpupacketproc mode=cpu cpu-threads=0 ! \
  *     packetresultenc format=csv ! filesink location=trace.csv
+ * gst-launch-1.0 pcapsrc location=vxlan.pcap ! gpupacketproc decap=inner vxlan-ports=4789,8472 ! \
+ *     packetresultenc ! filesink location=inner.csv
  * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=4096 ! gpupacketproc mode=graph ! fakesink
  * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=64 ! gpupacketproc mode=persistent ! fakesink
  * gst-launch-1.0 pcapsrc location=trace.pcap batch-size=4096 ! gpupacketproc mode=zerocopy \
@@ -100,7 +106,9 @@ static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128"));
+    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) { "
+        G_STRINGIFY (GPP_RESULTS_RECORD_SIZE) ", " G_STRINGIFY (GPP_RESULTS_RECORD_SIZE_TUNNELS)
+        " }"));
 
 /* Flow records (flows=true); unlinked, they are dropped. */
 static GstStaticPadTemplate flows_template = GST_STATIC_PAD_TEMPLATE ("flows",
@@ -151,6 +159,18 @@ gst_gpu_packet_proc_parsed_linktypes_text (void)
   return text;
 }
 
+/* The results caps of the records decap gives (it does not change after
+ * READY). */
+static GstCaps *
+gst_gpu_packet_proc_results_caps (GstGpuPacketProc * self)
+{
+  GST_OBJECT_LOCK (self);
+  const guint record_size = self->settings->record_size ();
+  GST_OBJECT_UNLOCK (self);
+  return gst_caps_new_simple (GPP_RESULTS_CAPS_NAME, "record-size", G_TYPE_INT,
+      (gint) record_size, NULL);
+}
+
 static gboolean
 gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent * event)
 {
@@ -178,10 +198,10 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
       }
       self->linktype = linktype;
       self->linktype_refused = FALSE;
-      GstCaps *src_caps = gst_pad_get_pad_template_caps (self->srcpad);
-      gboolean ok = gst_gpu_packet_proc_forward_serialized (self, gst_event_new_caps (src_caps));
-      gst_caps_unref (src_caps);
-      return ok;
+      /* Caps downstream refuses fail the first results pushed, which
+       * names them (GppBatchRunner::push_results). */
+      return gst_gpu_packet_proc_forward_serialized (self,
+          gst_event_new_caps (gst_gpu_packet_proc_results_caps (self)));
     }
     case GST_EVENT_FLUSH_START:
       if (st)
@@ -542,16 +562,18 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     GST_OBJECT_UNLOCK (self);
     return;
   }
-  if (prop_id == PROP_RSS_KEY) {
+  if (prop_id == PROP_RSS_KEY || prop_id == PROP_VXLAN_PORTS) {
+    /* While playing an invalid value is refused: hashing and the tunnel
+     * walk go on with the key and ports in use. */
     GST_OBJECT_LOCK (self);
-    /* While playing an invalid key is refused: hashing goes on with the key
-     * in use. */
-    gchar *refused = self->settings->set_rss_key (g_value_get_string (value),
-        GST_STATE (self) > GST_STATE_READY);
+    const bool keep_current = GST_STATE (self) > GST_STATE_READY;
+    const gchar *text = g_value_get_string (value);
+    gchar *refused = prop_id == PROP_RSS_KEY ? self->settings->set_rss_key (text, keep_current)
+        : self->settings->set_vxlan_ports (text, keep_current);
     GST_OBJECT_UNLOCK (self);
     if (refused)
       GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-          ("Ignoring invalid %s; keeping the current key.", refused), (NULL));
+          ("Ignoring invalid %s; keeping the current value.", refused), (NULL));
     g_free (refused);
     return;
   }

@@ -41,6 +41,15 @@ typedef enum
   GST_GPU_PACKET_PROC_DPI_SELECT_FAST_PATTERN = 1,
 } GstGpuPacketProcDpiSelect;
 
+/* Whether the core walks into tunnels; the value is gpp::CoreConfig.decap. */
+typedef enum
+{
+  GST_GPU_PACKET_PROC_DECAP_NONE = 0,
+  GST_GPU_PACKET_PROC_DECAP_INNER = 1,
+} GstGpuPacketProcDecap;
+
+#define GST_TYPE_GPU_PACKET_PROC_DECAP (gst_gpu_packet_proc_decap_get_type ())
+GType gst_gpu_packet_proc_decap_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_DPI_SELECT (gst_gpu_packet_proc_dpi_select_get_type ())
 GType gst_gpu_packet_proc_dpi_select_get_type (void);
 #define GST_TYPE_GPU_PACKET_PROC_ACTION (gst_gpu_packet_proc_action_get_type ())

@@ -38,9 +38,11 @@ GppPinnedPools::~GppPinnedPools ()
 }
 
 GppPinnedPools::Open
-GppPinnedPools::open (int device, size_t bytes, gpp::HostMemoryKind kind, std::string * why)
+GppPinnedPools::open (int device, size_t bytes, gpp::HostMemoryKind kind, size_t record_size,
+    std::string * why)
 {
-  const uint64_t request = (uint64_t) bytes * (1 + kResultsPoolFactor);
+  const size_t factor = results_pool_factor (record_size);
+  const uint64_t request = (uint64_t) bytes * (1 + factor);
   const uint64_t physical = physical_memory_bytes ();
   const uint64_t pinned_before = pinned_in_process.load ();
   if (bytes != 0 && physical && pinned_before + request > kMaxPinnedShare * physical) {
@@ -48,7 +50,7 @@ GppPinnedPools::open (int device, size_t bytes, gpp::HostMemoryKind kind, std::s
         "memory (input pool and a results pool %zu times its size), and the process has "
         "%" G_GUINT64_FORMAT " MiB pinned already; together more than half of the "
         "machine's %" G_GUINT64_FORMAT " MiB, which would starve the host (pinned pages "
-        "cannot be swapped)", (guint) (bytes >> 20), request >> 20, kResultsPoolFactor,
+        "cannot be swapped)", (guint) (bytes >> 20), request >> 20, factor,
         pinned_before >> 20, physical >> 20);
     *why = text;
     g_free (text);
@@ -66,7 +68,7 @@ GppPinnedPools::open (int device, size_t bytes, gpp::HostMemoryKind kind, std::s
   /* Results are read by the CPU: never write-combined. */
   const auto results_kind = kind == gpp::HostMemoryKind::WriteCombined ?
       gpp::HostMemoryKind::Default : kind;
-  const size_t results_bytes = kResultsPoolFactor * bytes;
+  const size_t results_bytes = factor * bytes;
   auto input = gpp::make_host_arena (device, bytes, kind, &error);
   auto results = input ? gpp::make_host_arena (device, results_bytes, results_kind, &error) :
       nullptr;
@@ -78,6 +80,7 @@ GppPinnedPools::open (int device, size_t bytes, gpp::HostMemoryKind kind, std::s
   input_ = gpp_pinned_allocator_new (std::move (input));
   results_ = gpp_pinned_allocator_new (std::move (results));
   pinned_bytes_ = bytes + results_bytes;
+  results_bytes_ = results_bytes;
   pinned_in_process += pinned_bytes_;
   return Open::Ok;
 }

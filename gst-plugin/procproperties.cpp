@@ -79,6 +79,25 @@ gst_gpu_packet_proc_dpi_select_get_type (void)
 }
 
 GType
+gst_gpu_packet_proc_decap_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue decaps[] = {
+    {GST_GPU_PACKET_PROC_DECAP_NONE, "Records of the packet as captured, the outermost "
+          "headers (record-size=128)", "none"},
+    {GST_GPU_PACKET_PROC_DECAP_INNER, "Records of the innermost packet of each tunnel, "
+          "with the tunnels walked in a second plane (record-size=176)", "inner"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstGpuPacketProcDecap", decaps);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
+
+GType
 gst_gpu_packet_proc_wait_get_type (void)
 {
   static GType type = 0;
@@ -144,6 +163,8 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
       GST_PARAM_MUTABLE_READY);
 
   gchar *default_key = rss_key_to_text (gpp::kDefaultRssKey);
+  /* Defaults held as settings text, as a new element has them. */
+  const GppProcSettings defaults;
   g_object_class_install_property (gobject_class, PROP_MODE,
       g_param_spec_enum ("mode", "Mode",
           "Where the packet core runs. Changing it while playing lets the batches "
@@ -195,10 +216,12 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
   g_object_class_install_property (gobject_class, PROP_POOL_SIZE,
       g_param_spec_uint ("pool-size", "Pinned pool size",
           blurb_printf ("MiB of pinned (page-locked) host memory for batches, and %zu "
-              "times as much for results, allocated on READY→PAUSED when a GPU is usable; "
-              "0 = none (mode=cpu only). Limits the largest batch. Refused (an error) when "
-              "the pools of every gpupacketproc of the process would pin more than %.0f%% "
-              "of physical memory", GppPinnedPools::kResultsPoolFactor,
+              "times as much for results (%zu with decap=inner), allocated on READY→PAUSED "
+              "when a GPU is usable; 0 = none (mode=cpu only). Limits the largest batch. "
+              "Refused (an error) when the pools of every gpupacketproc of the process would "
+              "pin more than %.0f%% of physical memory",
+              GppPinnedPools::results_pool_factor (GPP_RESULTS_RECORD_SIZE),
+              GppPinnedPools::results_pool_factor (GPP_RESULTS_RECORD_SIZE_TUNNELS),
               100 * GppPinnedPools::kMaxPinnedShare),
           0, MAX_POOL_SIZE, DEFAULT_POOL_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_POOL_MEMORY,
@@ -276,6 +299,22 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
           "Which contents of the rules in dpi-patterns are matched (pattern lines "
           "are always patterns); set while playing, the file is reloaded with it",
           GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, DEFAULT_DPI_SELECT, rw_playing));
+  g_object_class_install_property (gobject_class, PROP_DECAP,
+      g_param_spec_enum ("decap", "Decapsulation",
+          blurb_printf ("none: each record describes the packet as captured. inner: the core "
+              "walks through up to %d nested tunnels (VXLAN, GENEVE, GRE/NVGRE, ERSPAN, GTP-U, "
+              "IP-in-IP, Teredo, PPPoE, PBB, VN-Tag, E-Tag) and the record describes the "
+              "innermost packet, followed by the tunnels walked: the output caps then say "
+              "record-size=176 instead of 128, which a reader of 128-byte records refuses at "
+              "negotiation", GPP_MAX_TUNNEL_DEPTH),
+          GST_TYPE_GPU_PACKET_PROC_DECAP, DEFAULT_DECAP, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_VXLAN_PORTS,
+      g_param_spec_string ("vxlan-ports", "VXLAN ports",
+          "With decap=inner, the UDP destination ports taken as VXLAN: one or two, separated "
+          "by a comma (\"4789,8472\": IANA's and Linux's older default), or empty for none. An "
+          "invalid list fails start-up; set while playing, it applies from the next batch, "
+          "or is ignored with a warning when invalid", defaults.vxlan_ports_text.get (),
+          rw_playing));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           blurb_printf ("Since the last READY→PAUSED: active-mode; batches, packets, bytes "
@@ -304,4 +343,5 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_MEMORY, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_ACTION, (GstPluginAPIFlags) 0);
   gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_DPI_SELECT, (GstPluginAPIFlags) 0);
+  gst_type_mark_as_plugin_api (GST_TYPE_GPU_PACKET_PROC_DECAP, (GstPluginAPIFlags) 0);
 }

@@ -1,10 +1,51 @@
 #include "procsettings.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine.h"
 #include "gpupacket/packet-result.h"
 #include "sharded_engine.h"
+
+namespace {
+
+/* A property that takes a comma-separated list of numbers. */
+struct NumberList
+{
+  const char *property;
+  gint64 min, max;              /* each number's range */
+  size_t most;                  /* numbers in a list, at most */
+  const char *one;              /* what a number is, for messages: "a UDP port" */
+  const char *how;              /* how to write the list */
+  const char *many;             /* what the numbers are: "ports" */
+
+  /* The numbers of `text` (spaces around each allowed); NULL, or why they
+   * are not a list of this property (free it). */
+  gchar *parse (const gchar * text, std::vector<gint64> *numbers) const
+  {
+    numbers->clear ();
+    gchar **parts = g_strsplit (text, ",", -1);
+    gchar *error = NULL;
+    for (gchar ** p = parts; *p && !error; p++) {
+      gchar *item = g_strstrip (*p);
+      gchar *end = NULL;
+      const gint64 n = g_ascii_strtoll (item, &end, 10);
+      if (!*item || *end || n < min || n > max)
+        error = g_strdup_printf ("%s \"%s\": \"%s\" is not %s (%s)", property, text, item, one,
+            how);
+      else
+        numbers->push_back (n);
+    }
+    g_strfreev (parts);
+    if (!error && numbers->size () > most)
+      error = g_strdup_printf ("%s \"%s\": at most %zu %s", property, text, most, many);
+    if (error)
+      numbers->clear ();
+    return error;
+  }
+};
+
+} // namespace
 
 gchar *
 device_ids_from_text (const gchar * text, std::vector<int> *ids)
@@ -20,23 +61,11 @@ device_ids_from_text (const gchar * text, std::vector<int> *ids)
       ids->push_back (d);
     return NULL;
   }
-  gchar **parts = g_strsplit (text, ",", -1);
-  gchar *error = NULL;
-  for (gchar ** p = parts; *p && !error; p++) {
-    gchar *item = g_strstrip (*p);
-    gchar *end = NULL;
-    const gint64 id = g_ascii_strtoll (item, &end, 10);
-    if (!*item || *end || id < 0 || id > G_MAXINT)
-      error = g_strdup_printf ("device-ids \"%s\": \"%s\" is not a device number (write "
-          "numbers separated by commas, or all)", text, item);
-    else
-      ids->push_back ((int) id);
-  }
-  g_strfreev (parts);
-  if (!error && ids->size () > gpp::kMaxShards)
-    error = g_strdup_printf ("device-ids \"%s\": at most %u devices", text, gpp::kMaxShards);
-  if (error)
-    ids->clear ();
+  static const NumberList kDeviceIds = {"device-ids", 0, G_MAXINT, gpp::kMaxShards,
+    "a device number", "write numbers separated by commas, or all", "devices"};
+  std::vector<gint64> numbers;
+  gchar *error = kDeviceIds.parse (text, &numbers);
+  ids->assign (numbers.begin (), numbers.end ());
   return error;
 }
 
@@ -75,6 +104,32 @@ rss_key_from_text (const gchar * text, uint8_t * key)
   return NULL;
 }
 
+/* The VXLAN ports the core takes. */
+static constexpr size_t kVxlanPortCount = G_N_ELEMENTS (gpp::CoreConfig {}.vxlan_ports);
+
+gchar *
+vxlan_ports_from_text (const gchar * text, uint16_t * ports)
+{
+  ports[0] = ports[1] = 0;
+  if (!text || !*text)
+    return NULL;
+  static const NumberList kVxlanPorts = {"vxlan-ports", 1, G_MAXUINT16, kVxlanPortCount,
+    "a UDP port", "write one or two ports from 1 to 65535 separated by a comma", "ports"};
+  std::vector<gint64> numbers;
+  gchar *error = kVxlanPorts.parse (text, &numbers);
+  std::copy (numbers.begin (), numbers.end (), ports);
+  return error;
+}
+
+gchar *
+vxlan_ports_to_text (const uint16_t * ports)
+{
+  GString *s = g_string_new (NULL);
+  for (size_t i = 0; i < kVxlanPortCount; i++)
+    if (ports[i])
+      g_string_append_printf (s, "%s%u", s->len ? "," : "", ports[i]);
+  return g_string_free (s, FALSE);
+}
 
 /* Properties whose values the engine takes by a cast. */
 static_assert ((int) GST_GPU_PACKET_PROC_WAIT_SPIN == (int) gpp::WaitStrategy::Spin &&
@@ -88,6 +143,8 @@ static_assert ((int) GST_GPU_PACKET_PROC_MEMORY_DEFAULT == (int) gpp::HostMemory
 static_assert ((int) GST_GPU_PACKET_PROC_ACTION_ALLOW == GPP_ACL_ALLOW &&
     (int) GST_GPU_PACKET_PROC_ACTION_DROP == GPP_ACL_DROP,
     "default-action values are the records' GPP_ACL_* actions");
+static_assert ((int) GST_GPU_PACKET_PROC_DECAP_NONE == 0 &&
+    (int) GST_GPU_PACKET_PROC_DECAP_INNER == 1, "decap values are gpp::CoreConfig.decap's");
 
 gpp::CoreConfig
 GppProcSettings::default_config ()
@@ -97,6 +154,8 @@ GppProcSettings::default_config ()
   memcpy (config.rss_key, gpp::kDefaultRssKey, sizeof config.rss_key);
   config.symmetric_rss = DEFAULT_SYMMETRIC_RSS;
   config.verify_l4_checksum = DEFAULT_VERIFY_L4_CHECKSUM;
+  config.decap = DEFAULT_DECAP;
+  config.vxlan_ports[0] = gpp::kVxlanPort;
   return config;
 }
 
@@ -154,6 +213,9 @@ GppProcSettings::set_value (guint prop_id, const GValue * value)
       break;
     case PROP_DEFAULT_ACTION:
       default_action = (GstGpuPacketProcAction) g_value_get_enum (value);
+      break;
+    case PROP_DECAP:
+      config.decap = (uint8_t) g_value_get_enum (value);
       break;
     default:
       return false;
@@ -234,6 +296,12 @@ GppProcSettings::get_value (guint prop_id, GValue * value) const
     case PROP_DPI_PATTERNS:
       g_value_set_string (value, dpi.path.get ());
       break;
+    case PROP_DECAP:
+      g_value_set_enum (value, config.decap);
+      break;
+    case PROP_VXLAN_PORTS:
+      g_value_set_string (value, vxlan_ports_text.get ());
+      break;
     default:
       return false;
   }
@@ -254,6 +322,20 @@ GppProcSettings::set_rss_key (const gchar * text, bool keep_current)
   return NULL;
 }
 
+gchar *
+GppProcSettings::set_vxlan_ports (const gchar * text, bool keep_current)
+{
+  uint16_t ports[kVxlanPortCount];
+  gchar *error = vxlan_ports_from_text (text, ports);
+  if (error && keep_current)
+    return error;
+  vxlan_ports_error.take (error);
+  vxlan_ports_text.set (text ? text : "");
+  if (!error)
+    memcpy (config.vxlan_ports, ports, sizeof ports);
+  return NULL;
+}
+
 void
 GppProcSettings::set_device_ids (const gchar * text, std::vector<int> ids, gchar * error)
 {
@@ -269,6 +351,8 @@ GppProcSettings::start_error () const
     return g_strdup_printf ("Invalid %s.", rss_key_error.get ());
   if (device_ids_error.get ())
     return g_strdup_printf ("Invalid %s.", device_ids_error.get ());
+  if (vxlan_ports_error.get ())
+    return g_strdup_printf ("Invalid %s.", vxlan_ports_error.get ());
   if (acl.error.get ())
     return g_strdup_printf ("Invalid ACL rules: %s", acl.error.get ());
   if (dpi.error.get ())
@@ -316,6 +400,7 @@ GppProcSettings::start () const
   start.pool_device = device_ids.empty () ? device_id : device_ids.front ();
   start.pool_size_mib = pool_size_mib;
   start.pool_kind = static_cast<gpp::HostMemoryKind> (pool_memory);
+  start.record_size = record_size ();
   return start;
 }
 

@@ -43,6 +43,7 @@
 #define DEFAULT_DPI_PATTERNS NULL
 #define DEFAULT_DEFAULT_ACTION GST_GPU_PACKET_PROC_ACTION_ALLOW
 #define DEFAULT_DPI_SELECT GST_GPU_PACKET_PROC_DPI_SELECT_ALL
+#define DEFAULT_DECAP GST_GPU_PACKET_PROC_DECAP_NONE
 
 enum
 {
@@ -70,6 +71,8 @@ enum
   PROP_DEFAULT_ACTION,
   PROP_DPI_PATTERNS,
   PROP_DPI_SELECT,
+  PROP_DECAP,
+  PROP_VXLAN_PORTS,
   PROP_STATS,
 };
 
@@ -87,6 +90,11 @@ gchar *rss_key_to_text (const uint8_t * key);
 /* 40 bytes of hex, ':', '-' and space allowed between digit pairs (the
  * forms ethtool -x and driver docs print). */
 gchar *rss_key_from_text (const gchar * text, uint8_t * key);
+/* vxlan-ports: one or two UDP ports separated by a comma ("4789,8472"), or
+ * "" (no port is taken as VXLAN); unused places of `ports` are 0. */
+gchar *vxlan_ports_from_text (const gchar * text, uint16_t * ports);
+/* The ports as vxlan-ports shows them ("4789"). */
+gchar *vxlan_ports_to_text (const uint16_t * ports);
 
 /* A string owned here (g_free), NULL allowed: a text property as set. */
 class GppText
@@ -140,14 +148,18 @@ struct GppStartSettings
   int pool_device = 0;          /* the pinned pools live with it */
   guint pool_size_mib = 0;
   gpp::HostMemoryKind pool_kind = gpp::HostMemoryKind::Default;
+  guint record_size = GPP_RESULTS_RECORD_SIZE;  /* a packet's results: decap's */
 };
 
 struct GppProcSettings
 {
   GstGpuPacketProcMode mode = DEFAULT_MODE;
-  gpp::CoreConfig config = default_config ();  /* rss-key, symmetric-rss, verify-l4-checksum */
+  /* rss-key, symmetric-rss, verify-l4-checksum, decap, vxlan-ports */
+  gpp::CoreConfig config = default_config ();
   GppText rss_key_text {rss_key_to_text (gpp::kDefaultRssKey)};  /* as the user wrote it */
   GppText rss_key_error;        /* why rss_key_text was refused, or NULL */
+  GppText vxlan_ports_text {vxlan_ports_to_text (default_config ().vxlan_ports)};
+  GppText vxlan_ports_error;    /* why vxlan_ports_text was refused, or NULL */
   guint cpu_threads = DEFAULT_CPU_THREADS;
   gint device_id = DEFAULT_DEVICE_ID;
   GppText device_ids_text;      /* as the user wrote it */
@@ -178,12 +190,17 @@ struct GppProcSettings
    * fails on it), or with `keep_current` refused: the key in use stays and
    * the error is returned for the caller to warn with (and free). */
   gchar *set_rss_key (const gchar * text, bool keep_current);
+  /* vxlan-ports from `text`, refused like rss-key. */
+  gchar *set_vxlan_ports (const gchar * text, bool keep_current);
   /* device-ids as parsed (outside the lock) by device_ids_from_text. */
   void set_device_ids (const gchar * text, std::vector<int> ids, gchar * error);
 
   /* Why the element cannot start with these settings, as the text of its
    * error, or NULL (free it). */
   gchar *start_error () const;
+  /* The bytes of one packet's results with decap as set: the caps'
+   * record-size. */
+  guint record_size () const { return (guint) gpp::results_bytes (1, config); }
   GppStartSettings start () const;
   GppBatchSettings batch () const;
 
