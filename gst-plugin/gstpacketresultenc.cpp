@@ -8,7 +8,9 @@
  * docs/result-fields.md lists them with their meaning.  In JSON Lines an empty CSV field is `null`
  * and `vlan` is an array.  `community_id` is each packet's Community ID
  * (v1, seed `community-id-seed`).  Flow records (gpupacketproc's flows pad)
- * are written the same ways, with Zeek conn.log's column names.
+ * are written the same ways, with Zeek conn.log's column names.  Records
+ * with their tunnel plane (record-size=176, gpupacketproc decap=inner) get
+ * the tunnel columns after the others.
  *
  * Each input buffer gives one output buffer, its records formatted on
  * `threads` threads (resulttext.h), in order.
@@ -67,6 +69,7 @@ struct _GstPacketResultEnc
   /* streaming state */
   GstPacketResultEncFormat active_format;
   gboolean flows;               /* the caps say flow records */
+  gboolean tunnels;             /* the caps say results with their tunnel plane */
   guint16 active_seed;
   gboolean header_written;
   gboolean have_segment;
@@ -78,8 +81,9 @@ struct _GstPacketResultEnc
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128; "
-        GPP_FLOW_CAPS_NAME ", record-size = (int) 144"));
+    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) { "
+        G_STRINGIFY (GPP_RESULTS_RECORD_SIZE) ", " G_STRINGIFY (GPP_RESULTS_RECORD_SIZE_TUNNELS)
+        " }; " GPP_FLOW_CAPS_NAME ", record-size = (int) 144"));
 
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS,
@@ -125,6 +129,23 @@ record_problem (const GppResult & r, gchar ** detail)
   return NULL;
 }
 
+/* The tunnel plane: counts and selectors likewise. */
+static const char *
+record_problem (const GppTunnelInfo & t, gchar ** detail)
+{
+  if (t.tunnel_count > GPP_MAX_TUNNEL_DEPTH) {
+    *detail = g_strdup_printf ("tunnel_count is %u, above the %d levels a record holds",
+        t.tunnel_count, GPP_MAX_TUNNEL_DEPTH);
+    return "tunnel_count";
+  }
+  if (t.outer_ip_version != 0 && t.outer_ip_version != 4 && t.outer_ip_version != 6) {
+    *detail = g_strdup_printf ("outer_ip_version is %u (0, 4 or 6 expected)",
+        t.outer_ip_version);
+    return "outer_ip_version";
+  }
+  return NULL;
+}
+
 static const char *
 record_problem (const GppFlowRecord & f, gchar ** detail)
 {
@@ -155,19 +176,57 @@ record_number (const GppFlowRecord & f)
   return f.first_packet;
 }
 
-/* The records' text, in the encoder's memory; its size. */
+/* The records' text (with their tunnel plane, or NULL), in the encoder's
+ * memory; its size. */
 static size_t
-format_text (gpp::TextEncoder & encoder, const GppResult * records, size_t count,
-    gpp::TextFormat format, guint16 seed)
+format_text (gpp::TextEncoder & encoder, const GppResult * records,
+    const GppTunnelInfo * tunnels, size_t count, gpp::TextFormat format, guint16 seed)
 {
-  return encoder.format (records, count, format, seed);
+  return encoder.format (records, count, format, seed, tunnels);
 }
 
 static size_t
-format_text (gpp::TextEncoder & encoder, const GppFlowRecord * records, size_t count,
-    gpp::TextFormat format, guint16)
+format_text (gpp::TextEncoder & encoder, const GppFlowRecord * records,
+    const GppTunnelInfo *, size_t count, gpp::TextFormat format, guint16)
 {
   return encoder.format (records, count, format);
+}
+
+/* The CSV header row of this stream's records. */
+static const std::string &
+header_row (GstPacketResultEnc * self)
+{
+  return self->flows ? gpp::csv_header_row ((const GppFlowRecord *) NULL) :
+      gpp::csv_header_row ((const GppResult *) NULL, self->tunnels);
+}
+
+/* The bytes of one record of this stream, as its caps say. */
+static size_t
+record_size (GstPacketResultEnc * self, const GppResult *)
+{
+  return self->tunnels ? GPP_RESULTS_RECORD_SIZE_TUNNELS : GPP_RESULTS_RECORD_SIZE;
+}
+
+static size_t
+record_size (GstPacketResultEnc *, const GppFlowRecord *)
+{
+  return sizeof (GppFlowRecord);
+}
+
+/* A record's problem, its tunnel plane's included. */
+static const char *
+record_problem (const GppResult * records, const GppTunnelInfo * tunnels, size_t i,
+    gchar ** detail)
+{
+  const char *problem = record_problem (records[i], detail);
+  return problem || !tunnels ? problem : record_problem (tunnels[i], detail);
+}
+
+static const char *
+record_problem (const GppFlowRecord * records, const GppTunnelInfo *, size_t i,
+    gchar ** detail)
+{
+  return record_problem (records[i], detail);
 }
 
 /* The encoder for this stream's thread count, made on its first buffer. */
@@ -213,22 +272,25 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer, con
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  if (map.size % sizeof (Record) != 0) {
+  const auto *records = reinterpret_cast<const Record *> (map.data);
+  const size_t size = record_size (self, records);
+  if (map.size % size != 0) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT,
         ("Malformed %s buffer: %" G_GSIZE_FORMAT " bytes is not a whole number "
-            "of %zu-byte records.", what, map.size, sizeof (Record)), (NULL));
+            "of %zu-byte records.", what, map.size, size), (NULL));
     gst_buffer_unmap (buffer, &map);
     gst_buffer_unref (buffer);
     return GST_FLOW_ERROR;
   }
-  const auto *records = reinterpret_cast<const Record *> (map.data);
-  const size_t count = map.size / sizeof (Record);
+  const size_t count = map.size / size;
+  const GppTunnelInfo *tunnels = self->tunnels ? gpp_results_tunnels (map.data, map.size) :
+      NULL;
   const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
 
   size_t bad = count;
   gchar *detail = NULL;
   for (size_t i = 0; i < count; i++) {
-    if (record_problem (records[i], &detail)) {
+    if (record_problem (records, tunnels, i, &detail)) {
       bad = i;
       break;
     }
@@ -238,7 +300,7 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer, con
   gpp::TextEncoder *encoder;
   try {
     encoder = &gst_packet_result_enc_encoder (self);
-    text_size = format_text (*encoder, records, bad,
+    text_size = format_text (*encoder, records, tunnels, bad,
         csv ? gpp::TextFormat::kCsv : gpp::TextFormat::kJsonLines, self->active_seed);
   } catch (...) {
     gst_buffer_unmap (buffer, &map);
@@ -250,7 +312,7 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer, con
 
   const std::string *header = NULL;
   if (csv && !self->header_written) {
-    header = &gpp::csv_header_row (records);
+    header = &header_row (self);
     self->header_written = TRUE;
   }
   const size_t header_size = header ? header->size () : 0;
@@ -311,8 +373,11 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
     case GST_EVENT_CAPS:{
       GstCaps *in_caps;
       gst_event_parse_caps (event, &in_caps);
-      self->flows = gst_structure_has_name (gst_caps_get_structure (in_caps, 0),
-          GPP_FLOW_CAPS_NAME);
+      const GstStructure *in = gst_caps_get_structure (in_caps, 0);
+      gint in_record_size = 0;
+      gst_structure_get_int (in, "record-size", &in_record_size);
+      self->flows = gst_structure_has_name (in, GPP_FLOW_CAPS_NAME);
+      self->tunnels = !self->flows && in_record_size == GPP_RESULTS_RECORD_SIZE_TUNNELS;
       gst_event_unref (event);
       const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
       GstCaps *caps = gst_caps_new_empty_simple (csv ? "text/csv" : "application/x-ndjson");
@@ -334,9 +399,7 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
           gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
           self->have_segment = TRUE;
         }
-        gst_packet_result_enc_push_header (self, self->flows ?
-            gpp::csv_header_row ((const GppFlowRecord *) NULL) :
-            gpp::csv_header_row ((const GppResult *) NULL));
+        gst_packet_result_enc_push_header (self, header_row (self));
       }
       break;
     default:
@@ -508,6 +571,7 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
   self->active_seed = DEFAULT_COMMUNITY_ID_SEED;
   self->active_format = DEFAULT_FORMAT;
   self->flows = FALSE;
+  self->tunnels = FALSE;
   self->header_written = FALSE;
   self->have_segment = FALSE;
 }

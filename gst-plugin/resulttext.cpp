@@ -16,6 +16,8 @@ constexpr char kHexDigits[] = "0123456789abcdef";
 
 // The column contract: names in output order.  write_line() below writes
 // the values in the same order; docs/result-fields.md and docs/flows.md document both lists.
+// The last kTunnelColumns are written only for records with their tunnel
+// plane (record-size=176).
 constexpr const char *kResultColumns[] = {
     "packet",        "ethertype",   "vlan",        "ip_version",  "src",
     "dst",           "l4_proto",    "sport",       "dport",       "frag_offset",
@@ -23,7 +25,10 @@ constexpr const char *kResultColumns[] = {
     "timestamp",     "caplen",      "wirelen",     "ttl",         "tcp_flags",
     "icmp_type",     "icmp_code",   "payload_length", "acl_rule", "acl_action",
     "dpi_pattern",   "dpi_hits",    "ip_length",   "community_id",
+    "tunnels",       "tunnel_id",   "outer_src",   "outer_dst",   "outer_l4_proto",
+    "outer_sport",   "outer_dport",
 };
+constexpr size_t kTunnelColumns = 7;
 
 // Flow records: Zeek conn.log's names where it has the field (ICMP type and
 // code in the port fields, as Zeek writes them), then gpupacket's own.
@@ -80,14 +85,29 @@ constexpr uint32_t kStatusBits[] = {
 #undef GPP_STATUS_BIT_
 };
 
+// A tunnel type's name (GPP_TUNNEL_TYPES); none for a value it lacks.
+Name tunnel_name(uint8_t type) {
+  switch (type) {
+#define GPP_TUNNEL_NAME_(type, value, name, meaning) \
+  case value:                                        \
+    return name_of(name);
+    GPP_TUNNEL_TYPES(GPP_TUNNEL_NAME_)
+#undef GPP_TUNNEL_NAME_
+    default:
+      return Name();
+  }
+}
+
 // What goes around the values of one record type: the CSV header row, and
 // JSON's key before each value ({"packet": then ,"ethertype": ...).
 struct ColumnText {
   std::string header;
   std::vector<Name> json_keys;
 
-  template <size_t N> explicit ColumnText(const char *const (&names)[N]) {
-    for (size_t i = 0; i < N; ++i) {
+  // The first N - left_out names.
+  template <size_t N>
+  explicit ColumnText(const char *const (&names)[N], size_t left_out = 0) {
+    for (size_t i = 0; i < N - left_out; ++i) {
       header += i ? "," : "";
       header += names[i];
       const std::string key = std::string(i ? "," : "{") + '"' + names[i] + "\":";
@@ -100,12 +120,13 @@ struct ColumnText {
   }
 };
 
-const ColumnText &column_text(const GppResult *) {
-  static const ColumnText text(kResultColumns);
-  return text;
+const ColumnText &column_text(const GppResult *, bool tunnels) {
+  static const ColumnText with(kResultColumns);
+  static const ColumnText without(kResultColumns, kTunnelColumns);
+  return tunnels ? with : without;
 }
 
-const ColumnText &column_text(const GppFlowRecord *) {
+const ColumnText &column_text(const GppFlowRecord *, bool) {
   static const ColumnText text(kFlowColumns);
   return text;
 }
@@ -207,6 +228,17 @@ char *put_ipv6(char *p, const uint8_t *a) {
 
 char *put_address(char *p, uint8_t ip_version, const uint8_t *a) {
   return ip_version == 4 ? put_ipv4(p, a) : put_ipv6(p, a);
+}
+
+// The types of `count` levels, outermost first, separated by ';'; a type
+// without a name as its number.
+char *put_tunnel_types(char *p, const uint8_t *types, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (i) *p++ = ';';
+    const Name name = tunnel_name(types[i]);
+    p = name.size ? put(p, name) : put_decimal(p, types[i]);
+  }
+  return p;
 }
 
 char *put_status(char *p, uint32_t status) {
@@ -331,10 +363,41 @@ template <typename L> void number_if(L &line, bool present, uint64_t value) {
   else line.empty();
 }
 
+// A source and a destination address, or two empty columns.
+template <typename L>
+void addresses(L &line, bool present, uint8_t ip_version, const uint8_t *src,
+               const uint8_t *dst) {
+  if (present) {
+    line.address(ip_version, src);
+    line.address(ip_version, dst);
+  } else {
+    line.empty();
+    line.empty();
+  }
+}
+
+// The tunnel columns of a record with its tunnel plane.  As with
+// vlan_count, a tunnel_count past GPP_MAX_TUNNEL_DEPTH reads only the levels
+// a plane entry holds (the element rejects such entries first).
+template <typename L> void tunnel_columns(L &line, const GppTunnelInfo &t) {
+  const int levels = std::min<int>(t.tunnel_count, GPP_MAX_TUNNEL_DEPTH);
+  if (levels)
+    line.text_by([&t, levels](char *q) { return put_tunnel_types(q, t.tunnel_types, levels); });
+  else
+    line.empty();
+  number_if(line, levels > 0, t.tunnel_id);
+  const bool outer = t.outer_ip_version != 0;
+  addresses(line, outer, t.outer_ip_version, t.outer_src, t.outer_dst);
+  number_if(line, outer, t.outer_l4_proto);
+  const bool udp = outer && t.outer_l4_proto == 17;
+  number_if(line, udp, t.outer_sport);
+  number_if(line, udp, t.outer_dport);
+}
+
 template <TextFormat F>
-char *write_line(char *p, const GppResult &r, uint16_t community_id_seed,
-                 CommunityIdCache *ids) {
-  Line<F> line(p, column_text(&r));
+char *write_line(char *p, const GppResult &r, const GppTunnelInfo *tunnel,
+                 uint16_t community_id_seed, CommunityIdCache *ids) {
+  Line<F> line(p, column_text(&r, tunnel != nullptr));
   const bool ip = (r.ip_flags & GPP_IP_HEADER_PARSED) != 0;
   const bool l4 = (r.ip_flags & GPP_IP_L4_PARSED) != 0;
   const bool ports = l4 && (r.l4_proto == 6 || r.l4_proto == 17 || r.l4_proto == 132);
@@ -349,13 +412,7 @@ char *write_line(char *p, const GppResult &r, uint16_t community_id_seed,
   else line.empty();
   line.numbers(r.vlan_ids, std::min<int>(r.vlan_count, GPP_MAX_VLANS));
   number_if(line, r.ip_version != 0, r.ip_version);
-  if (ip) {
-    line.address(r.ip_version, r.src);
-    line.address(r.ip_version, r.dst);
-  } else {
-    line.empty();
-    line.empty();
-  }
+  addresses(line, ip, r.ip_version, r.src, r.dst);
   number_if(line, ip, r.l4_proto);
   number_if(line, ports, r.sport);
   number_if(line, ports, r.dport);
@@ -389,12 +446,14 @@ char *write_line(char *p, const GppResult &r, uint16_t community_id_seed,
   } else {
     line.empty();
   }
+  if (tunnel) tunnel_columns(line, *tunnel);
   return line.end();
 }
 
 template <TextFormat F>
-char *write_line(char *p, const GppFlowRecord &f, uint16_t, CommunityIdCache *) {
-  Line<F> line(p, column_text(&f));
+char *write_line(char *p, const GppFlowRecord &f, const GppTunnelInfo *, uint16_t,
+                 CommunityIdCache *) {
+  Line<F> line(p, column_text(&f, false));
   const bool icmp = f.l4_proto == 1 || f.l4_proto == 58;
   const bool tcp = f.l4_proto == 6;
 
@@ -436,24 +495,28 @@ char *write_line(char *p, const GppFlowRecord &f, uint16_t, CommunityIdCache *) 
 }
 
 template <typename Record>
-size_t write_lines(const Record *records, size_t count, TextFormat format, uint16_t seed,
-                   char *out, CommunityIdCache *ids) {
+size_t write_lines(const Record *records, const GppTunnelInfo *tunnels, size_t count,
+                   TextFormat format, uint16_t seed, char *out, CommunityIdCache *ids) {
   char *p = out;
   if (format == TextFormat::kCsv)
     for (size_t i = 0; i < count; ++i)
-      p = write_line<TextFormat::kCsv>(p, records[i], seed, ids);
+      p = write_line<TextFormat::kCsv>(p, records[i], tunnels ? &tunnels[i] : nullptr, seed,
+                                       ids);
   else
     for (size_t i = 0; i < count; ++i)
-      p = write_line<TextFormat::kJsonLines>(p, records[i], seed, ids);
+      p = write_line<TextFormat::kJsonLines>(p, records[i], tunnels ? &tunnels[i] : nullptr,
+                                             seed, ids);
   return static_cast<size_t>(p - out);
 }
 
 } // namespace
 
-const std::string &csv_header_row(const GppResult *record) { return column_text(record).header; }
+const std::string &csv_header_row(const GppResult *record, bool tunnels) {
+  return column_text(record, tunnels).header;
+}
 
 const std::string &csv_header_row(const GppFlowRecord *record) {
-  return column_text(record).header;
+  return column_text(record, false).header;
 }
 
 CommunityIdCache::Key CommunityIdCache::key_of(const GppResult &r, uint16_t seed) {
@@ -497,12 +560,18 @@ const char *CommunityIdCache::text(const GppResult &r, uint16_t seed) {
 
 size_t format_records(const GppResult *records, size_t count, TextFormat format,
                       uint16_t community_id_seed, char *out, CommunityIdCache *cache) {
-  return write_lines(records, count, format, community_id_seed, out, cache);
+  return write_lines(records, nullptr, count, format, community_id_seed, out, cache);
+}
+
+size_t format_records(const GppResult *records, const GppTunnelInfo *tunnels, size_t count,
+                      TextFormat format, uint16_t community_id_seed, char *out,
+                      CommunityIdCache *cache) {
+  return write_lines(records, tunnels, count, format, community_id_seed, out, cache);
 }
 
 size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
                       char *out) {
-  return write_lines(records, count, format, 0, out, nullptr);
+  return write_lines(records, nullptr, count, format, 0, out, nullptr);
 }
 
 void TextEncoder::FreeText::operator()(char *text) const { std::free(text); }
@@ -554,9 +623,10 @@ size_t TextEncoder::run(const Record *records, size_t count, const Format &forma
 }
 
 size_t TextEncoder::format(const GppResult *records, size_t count, TextFormat format,
-                           uint16_t community_id_seed) {
+                           uint16_t community_id_seed, const GppTunnelInfo *tunnels) {
   return run(records, count, [&](const GppResult *r, size_t n, char *out, Chunk &c) {
-    return format_records(r, n, format, community_id_seed, out, c.ids.get());
+    return format_records(r, tunnels ? tunnels + (r - records) : nullptr, n, format,
+                          community_id_seed, out, c.ids.get());
   });
 }
 

@@ -28,13 +28,16 @@ namespace gpp {
 enum class TextFormat { kCsv, kJsonLines };
 
 // Room one record's line may need, newline included, in either format and
-// for either record: the widest, a JSON result line with every field at its
-// longest, is 817 bytes (test_resulttext checks it), and names are copied
-// as 32-byte blocks that may write up to 32 bytes past a line's end.
-constexpr size_t kMaxTextLineBytes = 1024;
+// for either record: the widest, a JSON result line with its tunnel columns
+// and every field at its longest, is 1,087 bytes (856 without the tunnel
+// columns; test_resulttext and test_resultenc_harness check them), and
+// names are copied as 32-byte blocks that may write up to 32 bytes past a
+// line's end.
+constexpr size_t kMaxTextLineBytes = 1280;
 
-// The CSV header row (column names, then a newline).
-const std::string &csv_header_row(const GppResult *);
+// The CSV header row (column names, then a newline); with `tunnels`, that
+// of records with their tunnel plane (the tunnel columns at the end).
+const std::string &csv_header_row(const GppResult *, bool tunnels = false);
 const std::string &csv_header_row(const GppFlowRecord *);
 
 // The Community ID texts of recent records.  A conversation's packets share
@@ -86,6 +89,11 @@ private:
 size_t format_records(const GppResult *records, size_t count, TextFormat format,
                       uint16_t community_id_seed, char *out,
                       CommunityIdCache *cache = nullptr);
+// Records with their tunnel plane (record-size=176): `tunnels[i]` is
+// records[i]'s, and each line ends with the tunnel columns.
+size_t format_records(const GppResult *records, const GppTunnelInfo *tunnels, size_t count,
+                      TextFormat format, uint16_t community_id_seed, char *out,
+                      CommunityIdCache *cache = nullptr);
 size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
                       char *out);
 
@@ -104,10 +112,11 @@ public:
 
   unsigned threads() const { return pool_.threads(); }
 
-  // Formats records [0, count) into the encoder's memory; returns the
-  // text's size in bytes, which copy_to() then writes out.
+  // Formats records [0, count) into the encoder's memory (with their
+  // tunnel plane, when given, as format_records()); returns the text's size
+  // in bytes, which copy_to() then writes out.
   size_t format(const GppResult *records, size_t count, TextFormat format,
-                uint16_t community_id_seed);
+                uint16_t community_id_seed, const GppTunnelInfo *tunnels = nullptr);
   size_t format(const GppFlowRecord *records, size_t count, TextFormat format);
   // Copies the last format()'s text to `out`, chunk after chunk.
   void copy_to(char *out);
