@@ -8,6 +8,9 @@
  * verdict is #GstPcapSink:verdict.  A packet's verdict is `drop` when the ACL
  * stage dropped it and `allow` otherwise (also where no ACL ran).  tcpdump and
  * Wireshark read the file; an empty stream still gives a valid empty file.
+ * Records with their tunnel plane (record-size=176, gpupacketproc
+ * decap=inner) are taken too: the verdict is the innermost packet's, and the
+ * packet is written as captured, its tunnels included.
  *
  * ## Example launch line
  * |[
@@ -54,13 +57,16 @@ struct _GstPcapSink
   pcap_t *dead;
   pcap_dumper_t *dumper;
   guint linktype;
+  gsize record_size;            /* the caps' record-size */
   guint64 written;
   gboolean failed;              /* an error was posted: write no empty file */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS,
-    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) 128"));
+    GST_STATIC_CAPS (GPP_RESULTS_CAPS_NAME ", record-size = (int) { "
+        G_STRINGIFY (GPP_RESULTS_RECORD_SIZE) ", " G_STRINGIFY (GPP_RESULTS_RECORD_SIZE_TUNNELS)
+        " }"));
 
 #define gst_pcap_sink_parent_class parent_class
 G_DEFINE_TYPE (GstPcapSink, gst_pcap_sink, GST_TYPE_BASE_SINK);
@@ -188,6 +194,18 @@ gst_pcap_sink_change_state (GstElement * element, GstStateChange transition)
   return ret;
 }
 
+/* Results with or without their tunnel plane: the GppResult records come
+ * first either way. */
+static gboolean
+gst_pcap_sink_set_caps (GstBaseSink * base, GstCaps * caps)
+{
+  GstPcapSink *self = GST_PCAP_SINK (base);
+  gint record_size = 0;
+  gst_structure_get_int (gst_caps_get_structure (caps, 0), "record-size", &record_size);
+  self->record_size = (gsize) record_size;
+  return record_size > 0;
+}
+
 static gboolean
 gst_pcap_sink_event (GstBaseSink * base, GstEvent * event)
 {
@@ -219,8 +237,9 @@ gst_pcap_sink_render_body (GstBaseSink * base, GstBuffer * buffer)
   gst_buffer_map (meta->batch, &batch, GST_MAP_READ);
   GstFlowReturn ret = GST_FLOW_OK;
   const auto *records = reinterpret_cast<const GppResult *> (results.data);
-  const size_t count = results.size / sizeof (GppResult);
+  const size_t count = results.size / self->record_size;
   if (!gpp_batch_validate (batch.data, batch.size, why, sizeof why) ||
+      results.size % self->record_size != 0 ||
       reinterpret_cast<const GppBatchHeader *> (batch.data)->packet_count != count) {
     GST_ELEMENT_ERROR (self, STREAM, FORMAT, ("The results do not describe their batch: %s.",
             gpp_batch_validate (batch.data, batch.size, why, sizeof why) ?
@@ -352,6 +371,7 @@ gst_pcap_sink_class_init (GstPcapSinkClass * klass)
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_pcap_sink_change_state);
   basesink_class->render = GST_DEBUG_FUNCPTR (gst_pcap_sink_render);
   basesink_class->event = GST_DEBUG_FUNCPTR (gst_pcap_sink_event);
+  basesink_class->set_caps = GST_DEBUG_FUNCPTR (gst_pcap_sink_set_caps);
 
   gst_type_mark_as_plugin_api (GST_TYPE_PCAP_SINK_VERDICT, (GstPluginAPIFlags) 0);
   GST_DEBUG_CATEGORY_INIT (gst_pcap_sink_debug, "pcapsink", 0, "pcap file sink");
@@ -365,5 +385,6 @@ gst_pcap_sink_init (GstPcapSink * self)
   self->dead = NULL;
   self->dumper = NULL;
   self->failed = FALSE;
+  self->record_size = GPP_RESULTS_RECORD_SIZE;
   gst_base_sink_set_sync (GST_BASE_SINK (self), FALSE);
 }
