@@ -1,5 +1,6 @@
 """What the gst-launch-based tests share."""
 import os
+import sys
 
 
 def gst_launch_env():
@@ -11,3 +12,13 @@ def gst_launch_env():
     if env.get("GPP_SANITIZER_PRELOAD"):
         env["LD_PRELOAD"] = env["GPP_SANITIZER_PRELOAD"]
     return env
+
+
+def mode_test_args(doc):
+    """The arguments of a test run as `TEST DATA GST_LAUNCH [MODE...]`:
+    (DATA, GST_LAUNCH, the modes, cpu by default), or None after printing
+    `doc` when they are missing."""
+    if len(sys.argv) < 3:
+        print(doc)
+        return None
+    return sys.argv[1], sys.argv[2], sys.argv[3:] or ["cpu"]

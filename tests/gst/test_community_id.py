@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from gstlaunch import gst_launch_env
+from gstlaunch import gst_launch_env, mode_test_args
 
 CAPTURES = ["tcp", "udp", "icmp", "icmp6", "ipv6", "sctp", "rsvp", "arp"]
 BASELINES = {0: "baseline_deflt.json", 1: "baseline_seed1.json"}
@@ -46,11 +46,10 @@ def run(gst_launch, capture, mode, seed, workdir, env):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print(__doc__)
+    args = mode_test_args(__doc__)
+    if args is None:
         return 2
-    data, gst_launch = sys.argv[1], sys.argv[2]
-    modes = sys.argv[3:] or ["cpu"]
+    data, gst_launch, modes = args
     env = gst_launch_env()
     cid_dir = os.path.join(data, "community-id")
     failures = 0

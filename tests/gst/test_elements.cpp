@@ -855,10 +855,20 @@ struct Proc
   GstHarness *h = nullptr;
   GstBus *bus = nullptr;
 
-  explicit Proc (const char *caps = BATCH_CAPS_ETHERNET)
+  /* @props ("decap=inner vxlan-ports=8472") are set before the harness
+   * starts the element. */
+  explicit Proc (const char *caps = BATCH_CAPS_ETHERNET, const char *props = NULL)
   {
     GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
     fail_unless (e != NULL, "gpupacketproc not found");
+    gchar **pairs = g_strsplit (props ? props : "", " ", -1);
+    for (gchar ** pair = pairs; *pair; pair++) {
+      gchar **nv = g_strsplit (*pair, "=", 2);
+      fail_unless (nv[0] && nv[1], "not name=value: %s", *pair);
+      gst_util_set_object_arg (G_OBJECT (e), nv[0], nv[1]);
+      g_strfreev (nv);
+    }
+    g_strfreev (pairs);
     bus = gst_bus_new ();
     gst_element_set_bus (e, bus);
     h = gst_harness_new_with_element (e, "sink", "src");
@@ -1419,6 +1429,27 @@ GST_START_TEST (test_proc_cpu_threads_same_results)
 
 GST_END_TEST;
 
+/* gpupacketproc with @value for @property, set before start: READY→PAUSED
+ * fails with an error mentioning @needle; @valid then lets it start. */
+static void
+assert_start_refused (const char *property, const char *value, const char *needle,
+    const char *valid)
+{
+  GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
+  GstBus *bus = gst_bus_new ();
+  gst_element_set_bus (e, bus);
+  g_object_set (e, property, value, NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY), GST_STATE_CHANGE_SUCCESS);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
+      GST_STATE_CHANGE_FAILURE);
+  assert_contains (pop_message_text (bus, GST_MESSAGE_ERROR), needle);
+  g_object_set (e, property, valid, NULL);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED), GST_STATE_CHANGE_SUCCESS);
+  fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL), GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (e);
+  gst_object_unref (bus);
+}
+
 GST_START_TEST (test_proc_invalid_rss_key)
 {
   const test::RssVectors suite = rss_suite ();
@@ -1429,25 +1460,8 @@ GST_START_TEST (test_proc_invalid_rss_key)
     "6d5a56da255b0ec24167253d43a38fb0d0ca2bcbae7b30b477cb2da38030f20c6a42b73bbeac01fa00",
     "",
   };
-  for (const char *key : bad_keys) {
-    GstElement *e = gst_element_factory_make ("gpupacketproc", NULL);
-    GstBus *bus = gst_bus_new ();
-    gst_element_set_bus (e, bus);
-    g_object_set (e, "rss-key", key, NULL);
-    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_READY),
-        GST_STATE_CHANGE_SUCCESS);
-    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
-        GST_STATE_CHANGE_FAILURE);
-    assert_contains (pop_message_text (bus, GST_MESSAGE_ERROR), "rss-key");
-    /* A valid key lets it start. */
-    g_object_set (e, "rss-key", key_text (default_key, " ").c_str (), NULL);
-    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_PAUSED),
-        GST_STATE_CHANGE_SUCCESS);
-    fail_unless_equals_int (gst_element_set_state (e, GST_STATE_NULL),
-        GST_STATE_CHANGE_SUCCESS);
-    gst_object_unref (e);
-    gst_object_unref (bus);
-  }
+  for (const char *key : bad_keys)
+    assert_start_refused ("rss-key", key, "rss-key", key_text (default_key, " ").c_str ());
 
   /* While running, an invalid key is ignored with a warning: the stream
    * keeps hashing with the key in use. */
@@ -1463,6 +1477,149 @@ GST_START_TEST (test_proc_invalid_rss_key)
   fail_unless_equals_int_hex (r[0].rss_hash, test::rss_of (default_key, f.a4, f.b4, true));
   g_free (before);
   g_free (after);
+}
+
+GST_END_TEST;
+
+#define RESULTS_CAPS_TUNNELS "application/x-packet-results, record-size=(int)176"
+
+/* The tunnel plane of a record-size=176 buffer. */
+static std::vector<GppTunnelInfo>
+view_tunnels (GstBuffer * buf)
+{
+  Bytes b = buffer_bytes (buf);
+  fail_unless (b.size () % GPP_RESULTS_RECORD_SIZE_TUNNELS == 0, "results buffer of %zu bytes",
+      b.size ());
+  const size_t n = b.size () / GPP_RESULTS_RECORD_SIZE_TUNNELS;
+  std::vector<GppTunnelInfo> out (n);
+  if (n)
+    memcpy (out.data (), gpp_results_tunnels (b.data (), b.size ()), n * sizeof (GppTunnelInfo));
+  return out;
+}
+
+/* The first @n records of a results buffer of either record size. */
+static Bytes
+record_plane (GstBuffer * buf, size_t n)
+{
+  Bytes b = buffer_bytes (buf);
+  fail_unless (b.size () >= n * sizeof (GppResult));
+  return Bytes (b.begin (), b.begin () + n * sizeof (GppResult));
+}
+
+/* decap=inner: record-size=176 caps and buffers, the tunnel plane after the
+ * records (zeek's VXLAN capture: VNI 123, UDP 4789); packets in no tunnel
+ * have the records of decap=none and an empty plane; vxlan-ports applies
+ * from the next batch while playing, and decap, which changes the format,
+ * is refused then. */
+GST_START_TEST (test_proc_decap_inner)
+{
+  CaptureRun vxlan;
+  read_capture (vxlan, "pcap-tunnels/zeek__vxlan.pcap", 64);
+  fail_unless_equals_int (vxlan.batches.size (), 1);
+  const guint n = view_batch (vxlan.batches[0]).header.packet_count;
+  fail_unless_equals_int (n, 10);
+
+  Proc p (BATCH_CAPS_ETHERNET, "decap=inner");
+  GstBuffer *out = p.push_pull (gst_buffer_ref (vxlan.batches[0]));
+  GstCaps *caps = gst_pad_get_current_caps (p.h->sinkpad);
+  assert_caps_equal (caps, RESULTS_CAPS_TUNNELS);
+  gst_caps_unref (caps);
+  fail_unless_equals_int (gst_buffer_get_size (out), n * GPP_RESULTS_RECORD_SIZE_TUNNELS);
+  for (const GppTunnelInfo & t : view_tunnels (out)) {
+    fail_unless_equals_int (t.tunnel_count, 1);
+    fail_unless_equals_int (t.tunnel_types[0], GPP_TUNNEL_VXLAN);
+    fail_unless_equals_int (t.tunnel_id, 123);
+    fail_unless_equals_int (t.outer_ip_version, 4);
+    fail_unless_equals_int (t.outer_l4_proto, 17);
+    fail_unless_equals_int (t.outer_dport, 4789);
+  }
+  gst_buffer_unref (out);
+
+  /* No tunnel: decap=none's records, and nothing in the plane. */
+  const Bytes plain = mixed_batch (9, 1);
+  Proc none;
+  GstBuffer *want = none.push_pull (buffer_from (plain));
+  fail_unless_equals_int (gst_buffer_get_size (want), 9 * GPP_RESULTS_RECORD_SIZE);
+  out = p.push_pull (buffer_from (plain));
+  fail_unless (record_plane (out, 9) == buffer_bytes (want));
+  const GppTunnelInfo zero {};
+  for (const GppTunnelInfo & t : view_tunnels (out))
+    fail_unless (memcmp (&t, &zero, sizeof t) == 0, "a tunnel plane entry is not empty");
+  gst_buffer_unref (out);
+  gst_buffer_unref (want);
+
+  /* vxlan-ports while playing: from the next batch; a bad list keeps them. */
+  g_object_set (p.h->element, "vxlan-ports", "8472", NULL);
+  out = p.push_pull (gst_buffer_ref (vxlan.batches[0]));
+  for (const GppTunnelInfo & t : view_tunnels (out))
+    fail_unless_equals_int (t.tunnel_count, 0);
+  gst_buffer_unref (out);
+  g_object_set (p.h->element, "vxlan-ports", "4789,x", NULL);
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING), "vxlan-ports \"4789,x\"");
+  gchar *ports = NULL;
+  g_object_get (p.h->element, "vxlan-ports", &ports, NULL);
+  fail_unless_equals_string (ports, "8472");
+  g_free (ports);
+  g_object_set (p.h->element, "vxlan-ports", "8472,4789", NULL);
+  out = p.push_pull (gst_buffer_ref (vxlan.batches[0]));
+  for (const GppTunnelInfo & t : view_tunnels (out))
+    fail_unless_equals_int (t.tunnel_types[0], GPP_TUNNEL_VXLAN);
+  gst_buffer_unref (out);
+
+  /* decap changes the records' format: refused while playing. */
+  gst_util_set_object_arg (G_OBJECT (p.h->element), "decap", "none");
+  assert_contains (pop_message_text (p.bus, GST_MESSAGE_WARNING),
+      "Ignoring the new value of \"decap\"");
+  gint decap = -1;
+  g_object_get (p.h->element, "decap", &decap, NULL);
+  fail_unless_equals_int (decap, 1);
+  out = p.push_pull (buffer_from (plain));
+  fail_unless_equals_int (gst_buffer_get_size (out), 9 * GPP_RESULTS_RECORD_SIZE_TUNNELS);
+  gst_buffer_unref (out);
+  fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL);
+  fail_unless (gst_bus_pop_filtered (none.bus, GST_MESSAGE_ERROR) == NULL);
+}
+
+GST_END_TEST;
+
+/* vxlan-ports before start: a bad list fails READY→PAUSED with an error
+ * naming it (as rss-key); a good one then starts. */
+GST_START_TEST (test_proc_invalid_vxlan_ports)
+{
+  for (const char *bad : {"x", "0", "65536", "1,2,3", "4789,", "4789;8472", "-5"})
+    assert_start_refused ("vxlan-ports", bad, "Invalid vxlan-ports", "");  /* "": no port */
+}
+
+GST_END_TEST;
+
+/* decap=inner into a peer that takes only record-size=128: the push fails
+ * not-negotiated, and gpupacketproc says so once, naming both sizes. */
+GST_START_TEST (test_proc_decap_refused_downstream)
+{
+  for (const char *decap : {"decap=none", "decap=inner"}) {
+    Proc p (NULL, decap);
+    gst_harness_set_sink_caps_str (p.h, RESULTS_CAPS);
+    push_caps_and_segment (p.h, BATCH_CAPS_ETHERNET);
+    const bool refused = g_str_equal (decap, "decap=inner");
+    GstFlowReturn flow = gst_harness_push (p.h, buffer_from (mixed_batch (3, 1)));
+    p.drain ();
+    if (flow == GST_FLOW_OK)
+      flow = gst_harness_push (p.h, buffer_from (mixed_batch (3, 4)));
+    if (!refused) {
+      fail_unless_equals_int (flow, GST_FLOW_OK);
+      fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL);
+      continue;
+    }
+    fail_unless_equals_int (flow, GST_FLOW_NOT_NEGOTIATED);
+    const std::string error = pop_message_text (p.bus, GST_MESSAGE_ERROR);
+    assert_contains (error, "not-negotiated");
+    assert_contains (error, "record-size=(int)176");
+    assert_contains (error, "downstream accepts application/x-packet-results, "
+        "record-size=(int)128");
+    fail_unless (gst_bus_pop_filtered (p.bus, GST_MESSAGE_ERROR) == NULL,
+        "the refused caps were reported more than once");
+    fail_unless_equals_int (gst_harness_buffers_in_queue (p.h), 0);
+  }
 }
 
 GST_END_TEST;
@@ -2223,6 +2380,9 @@ gpupacket_elements_suite (void)
   tcase_add_test (proc, test_proc_properties_while_playing);
   tcase_add_test (proc, test_proc_cpu_threads_same_results);
   tcase_add_test (proc, test_proc_invalid_rss_key);
+  tcase_add_test (proc, test_proc_decap_inner);
+  tcase_add_test (proc, test_proc_invalid_vxlan_ports);
+  tcase_add_test (proc, test_proc_decap_refused_downstream);
   tcase_add_test (proc, test_proc_gpu_mode_without_driver);
   tcase_add_test (proc, test_proc_stats);
   tcase_add_test (proc, test_proc_stress_cpu_threads);

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from gstlaunch import gst_launch_env
+from gstlaunch import gst_launch_env, mode_test_args
 
 CAPTURES = ["zeek__wikipedia.pcap", "zeek__ssh.pcap", "zeek__ftp_ipv6.pcap",
             "zeek__vlan-qinqinq.pcap", "zeek__ipv6-fragmented-dns.pcap",
@@ -140,11 +140,10 @@ def check(name, mode, packets, flows):
 
 
 def main():
-    if len(sys.argv) < 3:
-        print(__doc__)
+    args = mode_test_args(__doc__)
+    if args is None:
         return 2
-    pcaps, gst_launch = sys.argv[1], sys.argv[2]
-    modes = sys.argv[3:] or ["cpu"]
+    pcaps, gst_launch, modes = args
     env = gst_launch_env()
     failures = 0
     ran = 0

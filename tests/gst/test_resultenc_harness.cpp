@@ -1,14 +1,19 @@
 /* packetresultenc's threads through GstHarness: a buffer is formatted the
  * same at every thread count, a bad record in the middle of a large buffer
  * still lets exactly the rows before it out, the encoder is rebuilt across
- * READY, and no formatting thread outlives the element. */
+ * READY, and no formatting thread outlives the element.  Records with their
+ * tunnel plane (record-size=176): the rows of the same records without it,
+ * then the tunnel columns, at every thread count; a bad plane entry; the
+ * widest line within the formatter's bound. */
 #include "test_support.h"
 
 #include <gst/check/gstcheck.h>
 #include <gst/check/gstharness.h>
 
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -16,6 +21,7 @@
 #include <gpupacket/packet-result.h>
 
 #include "flowoutput.h"
+#include "resulttext.h"
 
 /* Records of a few hundred conversations, every field in use. */
 static std::vector<GppResult>
@@ -186,6 +192,186 @@ GST_START_TEST (test_flows_at_every_thread_count)
 
 GST_END_TEST;
 
+/* A plane entry of `types` levels over the IP header `src` -> `dst`. */
+static GppTunnelInfo
+tunnel (std::initializer_list<guint8> types, guint32 id, const char *src, const char *dst,
+    guint8 l4_proto, guint16 sport, guint16 dport)
+{
+  GppTunnelInfo t {};
+  for (guint8 type : types)
+    t.tunnel_types[t.tunnel_count++] = type;
+  t.tunnel_id = id;
+  const test::Bytes a = test::ip_from_text (src), b = test::ip_from_text (dst);
+  t.outer_ip_version = a.size () == 4 ? 4 : 6;
+  std::copy (a.begin (), a.end (), t.outer_src);
+  std::copy (b.begin (), b.end (), t.outer_dst);
+  t.outer_l4_proto = l4_proto;
+  t.outer_sport = sport;
+  t.outer_dport = dport;
+  return t;
+}
+
+/* Tunnel planes for make_results (): none for most packets, VXLAN over
+ * IPv4 for every 3rd, GRE then IP-in-IP over IPv6 for every 7th. */
+static std::vector<GppTunnelInfo>
+make_tunnels (size_t count)
+{
+  std::vector<GppTunnelInfo> tunnels (count);
+  for (size_t i = 0; i < count; i += 3)
+    tunnels[i] = tunnel ({GPP_TUNNEL_VXLAN}, 5000 + (guint32) i, "192.0.0.1", "192.0.0.2", 17,
+        (guint16) (40000 + i), 4789);
+  for (size_t i = 0; i < count; i += 7)
+    tunnels[i] = tunnel ({GPP_TUNNEL_GRE, GPP_TUNNEL_IPIP}, 0, "2001::1", "2001::2", 41, 0, 0);
+  return tunnels;
+}
+
+/* The two planes of a record-size=176 buffer. */
+static GstBuffer *
+planes_buffer (const std::vector<GppResult> & records, const std::vector<GppTunnelInfo> & tunnels)
+{
+  std::string bytes (reinterpret_cast<const char *> (records.data ()),
+      records.size () * sizeof (GppResult));
+  bytes.append (reinterpret_cast<const char *> (tunnels.data ()),
+      tunnels.size () * sizeof (GppTunnelInfo));
+  return buffer_of (bytes.data (), bytes.size ());
+}
+
+static std::string
+encode_tunnels (const char *props, const std::vector<GppResult> & records,
+    const std::vector<GppTunnelInfo> & tunnels, GstFlowReturn expect)
+{
+  GstHarness *h = gst_harness_new_parse ((std::string ("packetresultenc ") + props).c_str ());
+  gst_harness_set_src_caps_str (h, GPP_RESULTS_CAPS_NAME ", record-size=(int)176");
+  fail_unless_equals_int (gst_harness_push (h, planes_buffer (records, tunnels)), expect);
+  std::string text = drain_text (h);
+  gst_harness_teardown (h);
+  return text;
+}
+
+static std::vector<std::string>
+lines_of (const std::string & text)
+{
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; at < text.size (); at = end + 1) {
+    end = text.find ('\n', at);
+    lines.push_back (text.substr (at, end - at));
+  }
+  return lines;
+}
+
+/* A row of record-size=176 is the row of its record at record-size=128,
+ * then the tunnel columns; the text is the same at every thread count. */
+GST_START_TEST (test_tunnel_columns)
+{
+  const std::vector<GppResult> records = make_results (700);
+  const std::vector<GppTunnelInfo> tunnels = make_tunnels (700);
+  const std::vector<std::string> plain = lines_of (encode ("threads=1", records, GST_FLOW_OK));
+  const std::string text = encode_tunnels ("threads=1", records, tunnels, GST_FLOW_OK);
+  for (const char *threads : {"threads=3", "threads=0"})
+    fail_unless (encode_tunnels (threads, records, tunnels, GST_FLOW_OK) == text, "%s", threads);
+  const std::vector<std::string> rows = lines_of (text);
+  fail_unless_equals_int (rows.size (), plain.size ());
+  const std::string header = plain[0] + ",tunnels,tunnel_id,outer_src,outer_dst,"
+      "outer_l4_proto,outer_sport,outer_dport";
+  fail_unless_equals_string (rows[0].c_str (), header.c_str ());
+  for (size_t i = 1; i < rows.size (); i++)
+    fail_unless (rows[i].compare (0, plain[i].size () + 1, plain[i] + ",") == 0,
+        "row %zu: %s is not %s and the tunnel columns", i, rows[i].c_str (), plain[i].c_str ());
+  /* Packet 1 (index 0): two levels over IPv6; packet 4: VXLAN; 2: none. */
+  const auto tail = [&] (size_t packet) { return rows[packet].substr (plain[packet].size ()); };
+  fail_unless (tail (1) == ",gre;ipip,0,2001::1,2001::2,41,,", "%s", rows[1].c_str ());
+  fail_unless (tail (4) == ",vxlan,5003,192.0.0.1,192.0.0.2,17,40003,4789", "%s",
+      rows[4].c_str ());
+  fail_unless (tail (2) == ",,,,,,,", "%s", rows[2].c_str ());
+
+  const std::vector<std::string> json = lines_of (encode_tunnels ("format=jsonl", records,
+          tunnels, GST_FLOW_OK));
+  const std::string none = "\"tunnels\":null,\"tunnel_id\":null,\"outer_src\":null,"
+      "\"outer_dst\":null,\"outer_l4_proto\":null,\"outer_sport\":null,\"outer_dport\":null}";
+  fail_unless (json[1].size () > none.size () &&
+      json[1].compare (json[1].size () - none.size (), none.size (), none) == 0, "%s",
+      json[1].c_str ());
+  const std::string vxlan = "\"tunnels\":\"vxlan\",\"tunnel_id\":5003,\"outer_src\":"
+      "\"192.0.0.1\",\"outer_dst\":\"192.0.0.2\",\"outer_l4_proto\":17,\"outer_sport\":40003,"
+      "\"outer_dport\":4789}";
+  fail_unless (json[3].compare (json[3].size () - vxlan.size (), vxlan.size (), vxlan) == 0,
+      "%s", json[3].c_str ());
+}
+
+GST_END_TEST;
+
+/* A plane entry with more levels than a record holds, or an outer IP
+ * version that is neither 4 nor 6: the rows before it, then the error. */
+GST_START_TEST (test_tunnel_bad_plane)
+{
+  const std::vector<GppResult> records = make_results (400);
+  for (int which = 0; which < 2; which++) {
+    std::vector<GppTunnelInfo> tunnels = make_tunnels (400);
+    if (which == 0)
+      tunnels[300].tunnel_count = GPP_MAX_TUNNEL_DEPTH + 1;
+    else
+      tunnels[300].outer_ip_version = 5;
+    GstHarness *h = gst_harness_new_parse ("packetresultenc threads=2");
+    GstBus *bus = gst_bus_new ();
+    gst_element_set_bus (h->element, bus);
+    gst_harness_set_src_caps_str (h, GPP_RESULTS_CAPS_NAME ", record-size=(int)176");
+    fail_unless_equals_int (gst_harness_push (h, planes_buffer (records, tunnels)),
+        GST_FLOW_ERROR);
+    fail_unless_equals_int ((int) lines_of (drain_text (h)).size (), 1 + 300);
+    GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
+    fail_unless (msg != NULL);
+    GError *err = NULL;
+    gst_message_parse_error (msg, &err, NULL);
+    fail_unless (strstr (err->message, which == 0 ? "tunnel_count" : "outer_ip_version"),
+        "%s", err->message);
+    g_error_free (err);
+    gst_message_unref (msg);
+    gst_harness_teardown (h);
+    gst_object_unref (bus);
+  }
+  /* A buffer of 128-byte records under record-size=176 caps is refused. */
+  GstHarness *h = gst_harness_new_parse ("packetresultenc");
+  gst_harness_set_src_caps_str (h, GPP_RESULTS_CAPS_NAME ", record-size=(int)176");
+  fail_unless_equals_int (gst_harness_push (h, buffer_of (records.data (),
+              11 * sizeof (GppResult))), GST_FLOW_ERROR);
+  gst_harness_teardown (h);
+}
+
+GST_END_TEST;
+
+/* The widest line, every field and the tunnel columns at their longest,
+ * leaves the 32 bytes a name copy may write past it within the bound. */
+GST_START_TEST (test_tunnel_widest_line_fits)
+{
+  std::vector<GppResult> records (1);
+  GppResult & r = records[0];
+  memset (&r, 0xff, sizeof r);
+  r.vlan_count = GPP_MAX_VLANS;
+  r.ip_version = 6;
+  r.l4_proto = 6;
+  r.ip_flags = GPP_IP_HEADER_PARSED | GPP_IP_L4_PARSED | GPP_IP_FRAGMENT;
+  r.ipv4_checksum = r.l4_checksum = GPP_CHECKSUM_UNVERIFIED;
+  r.acl_action = GPP_ACL_ALLOW;
+  r.acl_rule = r.dpi_pattern = INT32_MAX;
+  r.dpi_scanned = 1;
+  std::vector<GppTunnelInfo> tunnels (1);
+  GppTunnelInfo & t = tunnels[0];
+  memset (&t, 0xff, sizeof t);
+  t.tunnel_count = GPP_MAX_TUNNEL_DEPTH;
+  for (int i = 0; i < GPP_MAX_TUNNEL_DEPTH; i++)
+    t.tunnel_types[i] = GPP_TUNNEL_GENEVE;      /* the longest names, 6 characters */
+  t.outer_ip_version = 6;
+  t.outer_l4_proto = 17;
+  for (const char *format : {"format=csv header=false", "format=jsonl"}) {
+    const std::string line = encode_tunnels (format, records, tunnels, GST_FLOW_OK);
+    fail_unless (line.size () > 600, "%s: not the widest line: %s", format, line.c_str ());
+    fail_unless (line.size () + 32 < gpp::kMaxTextLineBytes, "%s: %zu bytes", format,
+        line.size ());
+  }
+}
+
+GST_END_TEST;
+
 static Suite *
 resultenc_suite (void)
 {
@@ -196,6 +382,9 @@ resultenc_suite (void)
   tcase_add_test (tc, test_rows_before_a_bad_record);
   tcase_add_test (tc, test_threads_end_with_the_stream);
   tcase_add_test (tc, test_flows_at_every_thread_count);
+  tcase_add_test (tc, test_tunnel_columns);
+  tcase_add_test (tc, test_tunnel_bad_plane);
+  tcase_add_test (tc, test_tunnel_widest_line_fits);
   suite_add_tcase (s, tc);
   return s;
 }
