@@ -196,6 +196,7 @@ GppBatchRunner::process (PendingItem item, GppBatchSettings batch,
   item.acl = std::move (batch.acl);
   item.dpi = std::move (batch.dpi);
   item.push_records = batch.push_records;
+  item.decap = batch.config.decap != 0;
   if (dispatch_.engine ()->completes_inline ())
     return run_inline (item, batch.config, entry);
   return submit (std::move (item), batch, entry);
@@ -240,7 +241,9 @@ GstFlowReturn
 GppBatchRunner::flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
     std::chrono::steady_clock::time_point mark)
 {
-  GstFlowReturn flow = flows_.add (records, count);
+  /* With decap the flows are keyed by the tunnel id too. */
+  const GppTunnelInfo *tunnels = records && item.decap ? gpp::tunnel_plane (records, count) : nullptr;
+  GstFlowReturn flow = flows_.add (records, count, tunnels);
   if (flow == GST_FLOW_OK)
     flow = push_results (item);
   item.times.push = lap_ns (mark);

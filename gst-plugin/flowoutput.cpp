@@ -117,7 +117,7 @@ GppFlowOutput::sweep ()
 }
 
 GstFlowReturn
-GppFlowOutput::add (const GppResult * records, uint32_t count)
+GppFlowOutput::add (const GppResult * records, uint32_t count, const GppTunnelInfo * tunnels)
 {
   if (!meter_) {
     /* flows=false: an empty flow stream all the same, so that a sink
@@ -132,7 +132,7 @@ GppFlowOutput::add (const GppResult * records, uint32_t count)
     post_error ("Flow metering failed.", "a host flow table got no records");
     return GST_FLOW_ERROR;
   }
-  meter_->add (records, count);
+  meter_->add (records, count, tunnels);
   return sweep ();
 }
 

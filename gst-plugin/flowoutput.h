@@ -44,8 +44,9 @@ public:
   /* Counts a finished batch into a host table (a no-op when the table is
    * on the device: the batch counted itself); pushes the records of flows
    * that ended.  The pad's flow (NOT_LINKED is fine: an unlinked flows pad
-   * just drops its records). */
-  GstFlowReturn add (const GppResult * records, uint32_t count);
+   * just drops its records).  `tunnels`: the batch's tunnel plane with
+   * decap=inner, else nullptr. */
+  GstFlowReturn add (const GppResult * records, uint32_t count, const GppTunnelInfo * tunnels);
   /* A submitted batch of `count` packets counts itself into the device
    * table, `latest_ns` its latest packet time; sweeps when one is due. */
   GstFlowReturn added (uint32_t count, uint64_t latest_ns);

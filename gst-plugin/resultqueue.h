@@ -48,6 +48,7 @@ struct PendingItemFields
   gpp::Mode mode = gpp::Mode::Cpu;
   bool push_records = true;     /* packet-records: false pushes a gap instead */
   bool records_written = true;  /* false: the engine left them on the GPU */
+  bool decap = false;           /* the results have the tunnel plane (decap=inner) */
   std::shared_ptr<const gpp::AclRuleSet> acl;  /* the sets the batch runs with */
   std::shared_ptr<const gpp::DpiPatternSet> dpi;
 };
