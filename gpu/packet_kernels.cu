@@ -83,6 +83,8 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
   __shared__ GppPacketDesc descs[kThreadsPerBlock];
   __shared__ uint32_t span_lo, span_hi;
   __shared__ uint4 stage_words[kStage ? kZeroCopyStageBytes / sizeof(uint4) : 1];
+  // The block's tunnel entries, written out like its records (3 words each).
+  __shared__ uint4 tunnel_words[kDecap ? kThreadsPerBlock * 3 : 1];
   const uint32_t first = blockIdx.x * per_block;
   const uint32_t n = min(per_block, packet_count - first);
   const auto *batch_descs = reinterpret_cast<const GppPacketDesc *>(batch + sizeof(GppBatchHeader));
@@ -120,7 +122,7 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
     process_packet(base + d.offset, d.caplen, d.wirelen, linktype, d.packet_number,
                    d.timestamp_ns, cfg, r, ClassifyStages::kDeferred, nullptr, kDecap ? &t : nullptr);
     records[threadIdx.x] = r;
-    if (kDecap && results) store_tunnel_info(tunnel_plane(results, packet_count) + first + threadIdx.x, t);
+    if (kDecap) store_tunnel_info(reinterpret_cast<GppTunnelInfo *>(tunnel_words) + threadIdx.x, t);
   }
   __syncthreads();
   if (cfg.acl) acl_apply_block(cfg.acl, cfg.acl_default_action, records, n, acl_best);
@@ -136,6 +138,10 @@ __device__ __forceinline__ void process_block_staged(const uint8_t *batch, uint3
   const auto *src = reinterpret_cast<const uint4 *>(records);
   auto *dst = reinterpret_cast<uint4 *>(results + first);
   for (uint32_t w = threadIdx.x; w < words; w += blockDim.x) dst[w] = src[w];
+  if (kDecap) { // the plane's entries of this block's packets, likewise
+    auto *tdst = reinterpret_cast<uint4 *>(tunnel_plane(results, packet_count) + first);
+    for (uint32_t w = threadIdx.x; w < n * 3; w += blockDim.x) tdst[w] = tunnel_words[w];
+  }
 }
 
 // Resident blocks per SM each kernel is built for (__launch_bounds__).  The
