@@ -706,7 +706,8 @@ TEST(ResultText, SameTextAtEveryThreadCountAndSize) {
   }
 }
 
-// kMaxTextLineBytes holds the widest line of each record and format.
+// kMaxTextLineBytes holds the widest line of each record and format, the
+// tunnel columns (decap=inner) at their longest included.
 TEST(ResultText, WidestLineFitsTheBound) {
   GppResult r;
   std::memset(&r, 0xff, sizeof r);
@@ -718,6 +719,13 @@ TEST(ResultText, WidestLineFitsTheBound) {
   r.acl_action = GPP_ACL_ALLOW;
   r.acl_rule = r.dpi_pattern = INT32_MAX;
   r.dpi_scanned = 1;
+  GppTunnelInfo t;
+  std::memset(&t, 0xff, sizeof t);
+  t.tunnel_count = GPP_MAX_TUNNEL_DEPTH;
+  for (int i = 0; i < GPP_MAX_TUNNEL_DEPTH; ++i)
+    t.tunnel_types[i] = GPP_TUNNEL_GENEVE; // the longest names, 6 characters
+  t.outer_ip_version = 6;
+  t.outer_l4_proto = 17;
   GppFlowRecord f;
   std::memset(&f, 0xff, sizeof f);
   f.ip_version = 6;
@@ -730,9 +738,12 @@ TEST(ResultText, WidestLineFitsTheBound) {
   for (TextFormat format : kFormats) {
     const size_t widest = std::max(gpp::format_records(&r, 1, format, 0, out.data()),
                                    gpp::format_records(&f, 1, format, out.data()));
+    const size_t widest_tunnelled = gpp::format_records(&r, &t, 1, format, 0, out.data());
     // Names are copied as 32-byte blocks, which may write 32 bytes past a line.
     EXPECT_LT(widest + 32, gpp::kMaxTextLineBytes) << name_of(format);
+    EXPECT_LT(widest_tunnelled + 32, gpp::kMaxTextLineBytes) << name_of(format);
     EXPECT_GT(widest, 450u) << name_of(format) << ": not the widest line (CSV's is 463 bytes)";
+    EXPECT_GT(widest_tunnelled, 600u) << name_of(format) << ": not the widest tunnelled line";
   }
 }
 
