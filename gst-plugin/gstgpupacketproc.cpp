@@ -200,8 +200,10 @@ gst_gpu_packet_proc_sink_event_body (GstPad * pad, GstObject * parent, GstEvent 
       self->linktype_refused = FALSE;
       /* Caps downstream refuses fail the first results pushed, which
        * names them (GppBatchRunner::push_results). */
-      return gst_gpu_packet_proc_forward_serialized (self,
-          gst_event_new_caps (gst_gpu_packet_proc_results_caps (self)));
+      GstCaps *results_caps = gst_gpu_packet_proc_results_caps (self);
+      GstEvent *caps_event = gst_event_new_caps (results_caps);  /* takes its own ref */
+      gst_caps_unref (results_caps);
+      return gst_gpu_packet_proc_forward_serialized (self, caps_event);
     }
     case GST_EVENT_FLUSH_START:
       if (st)
