@@ -6,11 +6,13 @@
 # copy of ../shared) and run:  bash scripts/gpu-host-check.sh [PART...]
 # PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
 # on every core, then gpupacket-bench's stress and realistic grids, then
-# gpupacket-flow-bench and gpupacket-decap-bench), or their pieces:
-# suite-parity (the GPU tests and the live latency), suite-checks
+# gpupacket-flow-bench, gpupacket-decap-bench and gpupacket-umem-bench), or
+# their pieces: suite-parity (the GPU tests and the live latency), suite-checks
 # (compute-sanitizer, the examples, Community ID and flows through
 # gst-launch), peers, bench-stress, bench-realistic, bench-flows,
-# bench-decap (decap=inner against none, every mode, report in $OUT/decap);
+# bench-decap (decap=inner against none, every mode, report in $OUT/decap),
+# bench-umem (AF_XDP frames read in place from a mapped UMEM against the
+# gathered batch, about 10 s, report in $OUT/umem; UMEM_BENCH_ARGS adds options);
 # default: all of them.  A check that cannot run here (exit 77)
 # is reported as skipped, not failed.
 # softflowd (not in the default): bench/flows-vs-softflowd.py, mode=cpu against
@@ -43,7 +45,7 @@
 set -uo pipefail
 parts=" ${*:-suite bench} "
 parts=${parts/ suite / suite-parity suite-checks }
-parts=${parts/ bench / peers bench-stress bench-realistic bench-flows bench-decap }
+parts=${parts/ bench / peers bench-stress bench-realistic bench-flows bench-decap bench-umem }
 want() { [[ $parts == *" $1 "* ]]; }
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/out}
@@ -186,6 +188,10 @@ fi
 if want bench-decap; then
   TAIL=${BENCH_TAIL:-20} run bench-decap $BUILD/bench/gpupacket-decap-bench ${DECAP_BENCH_ARGS:-} \
     --out "$OUT/decap"
+fi
+if want bench-umem; then
+  TAIL=${BENCH_TAIL:-30} run bench-umem $BUILD/bench/gpupacket-umem-bench ${UMEM_BENCH_ARGS:-} \
+    --out "$OUT/umem"
 fi
 if want bench-flows; then
   TAIL=${BENCH_TAIL:-30} run bench-flows $BUILD/bench/gpupacket-flow-bench ${FLOW_BENCH_ARGS:-} \
