@@ -3,28 +3,35 @@
 drops and costs in CPU a packet, and the highest drop-free rate.
 
   live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
-                        [--senders N] [--steps N] [--proc] [--oversubscribe]
-                        [--build DIR] [--out DIR]
+                        [--sender xdp|tcpreplay] [--senders N] [--steps N]
+                        [--proc [MODE]] [--oversubscribe] [--build DIR] [--out DIR]
 
 Two network namespaces joined by a veth pair (made again for each receiver,
 with as many queues as the receiver captures; always removed at the end).
-The sender: --senders tcpreplay processes (default: the cores the largest
-receiver leaves free), each pinned to a core of its own with taskset, replaying
-a generated capture of 60-byte UDP frames (64 on the wire) with --preload-pcap.
+The senders (--senders, default: the cores the largest receiver leaves free),
+each pinned to a core of its own, send a generated capture of 60-byte UDP
+frames (64 on the wire) in a loop: --sender xdp, threads of one
+gpupacket-xdp-send (bench/xdp_send.cpp: AF_XDP transmit, spread over the
+veth's queues), or --sender tcpreplay, tcpreplay processes (--preload-pcap,
+one sendto a packet).  The default is xdp where the build has the program
+and a probe sends with it, tcpreplay otherwise; the report says which ran
+and why.
 First the sender alone (nothing attached to the receiving end: the kernel
 drops the frames, which are for another host), then each receiver pinned to
 its own cores and running gst-launch-1.0 ... ! fakesink:
   pcapsrc device=RX immediate-mode=true / immediate-mode=false,
   afxdpsrc device=RX queues=N for each N of --queues (skipped where the
-  machine lacks N receiver cores + 1 sender core, unless --oversubscribe).
+  machine lacks N receiver cores + 1 sender core, unless --oversubscribe);
+with --proc MODE (MODE cpu where not given) each receiver runs again as
+... ! gpupacketproc mode=MODE ! fakesink, and the ratios compare the two.
 Per receiver: one run at the senders' top speed (captured, dropped as the
 source counts it, missing = sent - captured, CPU time a captured packet), then
---steps runs at set rates (tcpreplay --pps, split over the senders), bisecting
+--steps runs at set rates (the senders' --pps, split over them), bisecting
 for the highest rate whose loss (missing or source-dropped, whichever is
 larger) is at most 0.1%.
-Exit 0 when every receiver that could run ran, 1 when one failed, 2 bad
-usage, 77 (SKIP) without root, ip, tcpreplay, gst-launch-1.0, the plugin,
-network namespaces or AF_XDP (bench/README.md).
+Exit 0 when every receiver that could run ran, 1 when one failed (or --sender
+xdp cannot send), 2 bad usage, 77 (SKIP) without root, ip, a sender,
+gst-launch-1.0, the plugin, network namespaces or AF_XDP (bench/README.md).
 """
 import argparse
 import csv
@@ -164,6 +171,11 @@ class Receiver:
         self.log.close()
 
 
+def with_proc(name, proc):
+    """The row of receiver NAME run through gpupacketproc mode=PROC (None: without)."""
+    return name + " ! gpupacketproc mode=" + proc if proc else name
+
+
 def drops_of(kind, stats):
     if kind == "pcapsrc":
         return stats.get("dropped", 0) + stats.get("if-dropped", 0)
@@ -183,6 +195,9 @@ class Bench:
         self.rows = []
         self.failed = []
         self.queues = None
+        self.sender = args.sender       # "xdp" or "tcpreplay" once chosen
+        self.sender_why = ""
+        self.xdp_send = os.path.abspath(os.path.join(args.build, "bench", "gpupacket-xdp-send"))
 
     # ---- set-up ----------------------------------------------------------
     def sh(self, argv, check=True, record=None):
@@ -232,14 +247,49 @@ class Bench:
 
     # ---- the sender ------------------------------------------------------
     def sender_argv(self, core, pps, duration):
+        """tcpreplay: one process on CORE at PPS (None = top speed)."""
         rate = ["--pps=%d" % max(1, int(pps))] if pps else ["--topspeed"]
         return ["ip", "netns", "exec", self.ns_tx, "taskset", "-c", str(core), "tcpreplay",
                 "-q", "--preload-pcap", "--loop=0", "--duration=%d" % max(1, round(duration))] + \
             rate + ["-i", self.tx, self.pcap]
 
+    def xdp_argv(self, cores, pps, duration=None, count=None):
+        """gpupacket-xdp-send: a thread on each of CORES over the veth's
+        queues (its peer then keeps native XDP: veth refuses it where the
+        sending side has more transmit queues than the peer receive queues),
+        PPS in all (None = top speed)."""
+        # At least a thread a queue (--oversubscribe: the cores taken again).
+        threads = [cores[i % len(cores)] for i in range(max(len(cores), self.queues))]
+        length = ["--count", str(count)] if count else ["--duration", "%g" % duration]
+        rate = ["--pps", "%d" % max(1, int(pps))] if pps else []
+        return ["ip", "netns", "exec", self.ns_tx, "taskset", "-c", ",".join(map(str, cores)),
+                self.xdp_send, "--interface", self.tx, "--queues", str(self.queues), "--threads",
+                str(len(threads)), "--cores", ",".join(map(str, threads))] + length + rate + \
+            [self.pcap]
+
+    def send_xdp(self, pps, duration):
+        argv = self.xdp_argv(self.sender_cores, pps, duration)
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.children.append(p)
+        out, err = p.communicate()
+        self.children.remove(p)
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        got = dict(re.findall(r"(\w+)=(\S+)", out))
+        if p.returncode != 0 or "sent" not in got:
+            raise RuntimeError("%s: exit %d: %s" % (quote(argv), p.returncode,
+                                                    (err or out).strip()[-400:]))
+        cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
+        # Frames the veth dropped are not in sent; unfinished ones are lost
+        # to the count: both said in the row's note.
+        extra = {k: int(got[k]) for k in ("dropped", "unfinished") if k in got}
+        return int(got["sent"]), float(got["seconds"]), cpu, extra
+
     def send(self, pps, duration):
         """Runs the senders (total rate PPS, None = top speed); returns
-        (packets sent, seconds, sender CPU seconds)."""
+        (packets sent, seconds, sender CPU seconds, the sender's other counts)."""
+        if self.sender == "xdp":
+            return self.send_xdp(pps, duration)
         per = pps / len(self.sender_cores) if pps else None
         procs = []
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -259,11 +309,47 @@ class Bench:
             self.children.remove(p)
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
-        return sent, time.monotonic() - t0, cpu
+        return sent, time.monotonic() - t0, cpu, {}
+
+    def sender_note(self, extra):
+        """What the xdp sender counted beside sent, where it matters."""
+        notes = []
+        if extra.get("dropped"):
+            notes.append("veth dropped %d frames on sending" % extra["dropped"])
+        if extra.get("unfinished"):
+            notes.append("%d frames not completed at the end" % extra["unfinished"])
+        return "; ".join(notes)
+
+    def choose_sender(self):
+        """xdp where gpupacket-xdp-send exists and sends here, else tcpreplay."""
+        if self.args.sender == "tcpreplay":
+            self.sender, self.sender_why = "tcpreplay", "chosen by --sender tcpreplay"
+            return
+        why = None
+        if not os.access(self.xdp_send, os.X_OK):
+            why = "no %s (built only where libxdp and libbpf are)" % self.xdp_send
+        else:
+            self.make_veth(1)
+            argv = self.xdp_argv(self.sender_cores[:1], None, count=1000)
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            m = re.search(r"sent=(\d+)", r.stdout)
+            if r.returncode != 0 or not m or int(m.group(1)) != 1000:
+                why = "gpupacket-xdp-send could not send here (exit %d): %s" % \
+                    (r.returncode, (r.stderr or r.stdout).strip()[-300:])
+        if why is None:
+            self.sender = "xdp"
+            self.sender_why = "chosen by --sender xdp" if self.args.sender == "xdp" else \
+                "the default: gpupacket-xdp-send is built and sent 1000 frames in a probe"
+            return
+        if self.args.sender == "xdp":
+            raise SystemExit("--sender xdp: " + why)
+        if not shutil.which("tcpreplay"):
+            skip("no sender: %s, and no tcpreplay on PATH" % why)
+        self.sender, self.sender_why = "tcpreplay", "the fallback: " + why
 
     # ---- one receiver ----------------------------------------------------
-    def receiver_argv(self, kind, props, cores):
-        chain = ["!", "gpupacketproc", "mode=cpu"] if self.args.proc else []
+    def receiver_argv(self, kind, props, cores, proc=None):
+        chain = ["!", "gpupacketproc", "mode=" + proc] if proc else []
         return ["ip", "netns", "exec", self.ns_rx, "taskset", "-c", cores, self.gst_launch, "-m",
                 kind, "device=" + self.rx] + props + ["stats-interval=%d" % STATS_INTERVAL_MS] + \
             chain + ["!", "fakesink"]
@@ -272,7 +358,7 @@ class Bench:
         """One sending run with the receiver running: deltas of its stats."""
         cpu0 = proc_cpu_seconds(receiver.proc.pid)
         sirq0 = softirq_seconds()
-        sent, seconds, sender_cpu = self.send(pps, duration)
+        sent, seconds, sender_cpu, extra = self.send(pps, duration)
         stats = receiver.wait_settled()
         cpu1 = proc_cpu_seconds(receiver.proc.pid)
         sirq1 = softirq_seconds()
@@ -287,11 +373,13 @@ class Bench:
                 "sent_pps": sent / seconds, "captured": captured,
                 "captured_pps": captured / seconds, "src_dropped": dropped, "missing": missing,
                 "loss": loss, "rx_cpu_s": rx_cpu, "softirq_s": sirq, "sender_cpu_s": sender_cpu,
-                "ns_rx": per(rx_cpu), "ns_total": per(rx_cpu + sirq), "stats": stats}, stats
+                "ns_rx": per(rx_cpu), "ns_total": per(rx_cpu + sirq), "stats": stats,
+                "sender_note": self.sender_note(extra)}, stats
 
-    def run_receiver(self, name, kind, props, queues, rx_cores):
+    def run_receiver(self, name, kind, props, queues, rx_cores, proc=None):
+        name = with_proc(name, proc)
         self.make_veth(queues)
-        argv = self.receiver_argv(kind, props, rx_cores)
+        argv = self.receiver_argv(kind, props, rx_cores, proc)
         self.commands.append(("receiver " + name, quote(argv)))
         receiver = Receiver(argv, os.path.join(self.out, "receiver-%s.log" % re.sub(r"\W+", "-", name)))
         self.children.append(receiver.proc)
@@ -335,6 +423,8 @@ class Bench:
                     if lo is None and hi < 1000:
                         break
             row["drop_free_pps"] = best
+            if top["sender_note"]:
+                row["note"] = (row["note"] + "; " if row["note"] else "") + top["sender_note"]
             if top.get("stats", {}).get("xdp-mode"):
                 s = top["stats"]
                 row["note"] = (row["note"] + "; " if row["note"] else "") + \
@@ -365,11 +455,26 @@ class Bench:
             skip("afxdpsrc cannot capture on a veth here (AF_XDP not permitted?): %s" %
                  (" | ".join(receiver.errors[-2:]) or "no stats message"))
 
+    def run_receivers(self, proc=None):
+        self.run_receiver("pcapsrc immediate", "pcapsrc", ["immediate-mode=true"], 1, "0", proc)
+        self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1, "0", proc)
+        ncpu = os.cpu_count() or 1
+        for q in self.args.queues:
+            if q not in self.runnable:
+                name = with_proc("afxdpsrc queues=%d" % q, proc)
+                why = "%d receiver cores + 1 sender core > %d cores" % (q, ncpu)
+                self.rows.append({"section": "measure", "receiver": name, "queues": q,
+                                  "status": "skipped", "note": why})
+                log("%s %s" % (name, why))
+                continue
+            self.run_receiver("afxdpsrc queues=%d" % q, "afxdpsrc", ["queues=%d" % q], q,
+                              "0" if q == 1 else "0-%d" % (q - 1), proc)
+
     def run(self):
         a = self.args
         ncpu = os.cpu_count() or 1
         qlist = a.queues
-        runnable = [q for q in qlist if a.oversubscribe or q + 1 <= ncpu]
+        runnable = self.runnable = [q for q in qlist if a.oversubscribe or q + 1 <= ncpu]
         rx_max = max([1] + runnable)
         nsend = a.senders or max(1, ncpu - rx_max)
         if nsend + 1 > ncpu and not a.oversubscribe:
@@ -383,6 +488,10 @@ class Bench:
         self.sh(gen, record="capture")
         self.make_namespaces()
         self.probe_afxdp()
+        self.choose_sender()
+        log("sender: %s, %d on core(s) %s (%s)" % (self.sender, nsend,
+                                                   ",".join(map(str, self.sender_cores)),
+                                                   self.sender_why))
 
         # The sender alone, on each veth layout used.
         self.sender_rate = {}
@@ -390,29 +499,29 @@ class Bench:
         for q in layouts:
             self.make_veth(q)
             sirq0 = softirq_seconds()
-            sent, seconds, cpu = self.send(None, a.duration)
+            sent, seconds, cpu, extra = self.send(None, a.duration)
             sirq = softirq_seconds() - sirq0
-            self.commands.append(("sender (one per core in %s)" % ",".join(map(str, self.sender_cores)),
-                                  quote(self.sender_argv(self.sender_cores[0], None, a.duration))))
+            if self.sender == "xdp":
+                self.commands.append(("sender (threads on cores %s)" % ",".join(map(str, self.sender_cores)),
+                                      quote(self.xdp_argv(self.sender_cores, None, a.duration))))
+                note = "%d xdp thread(s) on %d queue(s)" % (max(nsend, q), q)
+            else:
+                self.commands.append(("sender (one per core in %s)" % ",".join(map(str, self.sender_cores)),
+                                      quote(self.sender_argv(self.sender_cores[0], None, a.duration))))
+                note = "%d tcpreplay sender(s)" % nsend
+            if self.sender_note(extra):
+                note += "; " + self.sender_note(extra)
             self.sender_rate[q] = sent / seconds
             self.rows.append({"section": "sender", "receiver": "none (kernel drops)", "queues": q,
                               "sent": sent, "seconds": seconds, "sent_pps": sent / seconds,
                               "softirq_s": sirq, "sender_cpu_s": cpu, "status": "ok",
-                              "note": "%d sender(s)" % nsend})
+                              "note": note})
             log("sender alone, %d queue(s): %d packets in %.2f s, %.0f pps" %
                 (q, sent, seconds, sent / seconds))
 
-        self.run_receiver("pcapsrc immediate", "pcapsrc", ["immediate-mode=true"], 1, "0")
-        self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1, "0")
-        for q in qlist:
-            name = "afxdpsrc queues=%d" % q
-            if q not in runnable:
-                why = "%d receiver cores + 1 sender core > %d cores" % (q, ncpu)
-                self.rows.append({"section": "measure", "receiver": name, "queues": q,
-                                  "status": "skipped", "note": why})
-                log("%s %s" % (name, why))
-                continue
-            self.run_receiver(name, "afxdpsrc", ["queues=%d" % q], q, "0" if q == 1 else "0-%d" % (q - 1))
+        self.run_receivers()
+        if a.proc:
+            self.run_receivers(a.proc)
 
 
 # ---- the report ----------------------------------------------------------
@@ -481,6 +590,12 @@ def report(bench, args):
                        ratio(get(n, "captured_pps"), get("afxdpsrc queues=1", "captured_pps"))))
         ratios.append(("CPU/packet, receiver + softirq: afxdpsrc %d queues / 1 queue" % q,
                        ratio(get(n, "ns_total"), get("afxdpsrc queues=1", "ns_total"))))
+    if args.proc:
+        for name in [r["receiver"] for r in rows if r["section"] == "measure"]:
+            if with_proc(name, args.proc) in meas:
+                ratios.append(("drop-free rate: %s / without the proc" % with_proc(name, args.proc),
+                               ratio(get(with_proc(name, args.proc), "drop_free_pps"),
+                                     get(name, "drop_free_pps"))))
 
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head[:-1])]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  note"]
@@ -489,8 +604,9 @@ def report(bench, args):
                                for i, (c, w) in enumerate(zip(t[:-1], widths))) + "  " + t[-1])
     print("\n".join(lines))
     print()
+    width = max(len(what) for what, _ in ratios)
     for what, v in ratios:
-        print("%-75s %s" % (what, fmt(v, "%.2f") if v is not None else "n/a"))
+        print("%-*s  %s" % (width, what, fmt(v, "%.2f") if v is not None else "n/a"))
     sys.stdout.flush()
 
     uname = platform.uname()
@@ -505,18 +621,24 @@ def report(bench, args):
           "- **machine**: %s, %d cores (%s), kernel %s" % (uname.node, os.cpu_count() or 0,
                                                            cpu_model, uname.release),
           "- **command**: `%s`" % quote([sys.argv[0]] + sys.argv[1:]),
-          "- **senders**: %d tcpreplay on core(s) %s; receivers from core 0; "
+          "- **senders**: %s on core(s) %s (%s); receivers from core 0; "
           "%d-packet capture of 60-byte UDP frames; %g s at top speed, %g s a step, %d steps"
-          % (len(bench.sender_cores), ",".join(map(str, bench.sender_cores)), args.packets,
+          % ("%d gpupacket-xdp-send thread(s) (AF_XDP, copy mode, spread over the veth's queues)"
+             % len(bench.sender_cores) if bench.sender == "xdp" else
+             "%d tcpreplay process(es)" % len(bench.sender_cores),
+             ",".join(map(str, bench.sender_cores)), bench.sender_why, args.packets,
              args.duration, args.step_duration, args.steps),
-          "- **pipeline**: `... ! %sfakesink`" % ("gpupacketproc mode=cpu ! " if args.proc else ""),
+          "- **pipeline**: `... ! fakesink`" + (
+              "; then each receiver again as `... ! gpupacketproc mode=%s ! fakesink` (the rows "
+              "that name it)" % args.proc if args.proc else ""),
           "",
           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(t) + " |" for t in table]
     md += ["", "| ratio | value |", "|---|---|"]
     md += ["| %s | %s |" % (w, fmt(v, "%.2f") if v is not None else "n/a") for w, v in ratios]
     md += ["", "How to read it:", "",
-           "- *sent*: the senders' own count (tcpreplay's `Actual:`); *sender alone* is their "
+           "- *sent*: the senders' own count (gpupacket-xdp-send's completed transmissions, "
+           "less any the veth dropped; tcpreplay's `Actual:`); *sender alone* is their "
            "rate with nothing capturing (the kernel drops the frames): where a receiver's sent "
            "rate is near it, the sender, not the receiver, is the limit.",
            "- *src dropped*: the source's own count (pcapsrc: dropped + if-dropped; afxdpsrc: "
@@ -528,8 +650,8 @@ def report(bench, args):
            "softirq time (/proc/stat) over the run. On veth the receive softirq runs on the "
            "sender's core and the figure includes the sender's own transmit softirq too: it "
            "bounds the kernel's part from above.",
-           "- *drop-free kpps*: the highest rate the senders achieved (tcpreplay --pps, split "
-           "over the senders) with loss <= 0.1%, bisected on a log scale; bounded by the sender's "
+           "- *drop-free kpps*: the highest rate the senders achieved (their --pps, split "
+           "over them) with loss <= 0.1%, bisected on a log scale; bounded by the sender's "
            "top speed and by the steps tried.",
            "", "Commands:", ""]
     seen = set()
@@ -545,16 +667,17 @@ def report(bench, args):
 
     keys = ["section", "receiver", "queues", "target_pps", "sent", "seconds", "sent_pps",
             "captured", "captured_pps", "src_dropped", "missing", "loss", "rx_cpu_s", "softirq_s",
-            "sender_cpu_s", "ns_rx", "ns_total", "drop_free_pps", "status", "value", "note"]
+            "sender_cpu_s", "ns_rx", "ns_total", "drop_free_pps", "status", "value", "note", "sender"]
     with open(os.path.join(bench.out, "report.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(keys)
         for r in rows:
             w.writerow(["" if r.get(k) is None else (("%.6g" % r[k]) if isinstance(r[k], float)
-                                                      else r[k]) for k in keys])
+                                                      else r[k]) for k in keys[:-1]] + [bench.sender])
         for what, v in ratios:
-            w.writerow(["ratio", what] + [""] * (len(keys) - 5) +
-                       ["ok" if v is not None else "n/a", "" if v is None else "%.4g" % v, ""])
+            w.writerow(["ratio", what] + [""] * (len(keys) - 6) +
+                       ["ok" if v is not None else "n/a", "" if v is None else "%.4g" % v, "",
+                        bench.sender])
     print("\nreport: %s" % os.path.join(bench.out, "report.md"))
 
 
@@ -568,11 +691,17 @@ def main():
                    help="seconds-long runs and 2 bisection steps (a smoke run)")
     p.add_argument("--queues", default="1,2,4",
                    help="afxdpsrc queue counts, comma-separated (default 1,2,4)")
+    p.add_argument("--sender", choices=("xdp", "tcpreplay"),
+                   help="xdp: gpupacket-xdp-send (AF_XDP); tcpreplay: tcpreplay processes "
+                   "(default: xdp where it is built and can send here, else tcpreplay)")
     p.add_argument("--senders", type=int, default=0,
-                   help="tcpreplay processes (default: the cores left by the largest receiver)")
+                   help="sender threads (xdp) or processes (tcpreplay), a core each "
+                   "(default: the cores left by the largest receiver)")
     p.add_argument("--steps", type=int, default=None,
                    help="bisection steps of the drop-free search (default 6; --quick 2)")
-    p.add_argument("--proc", action="store_true", help="... ! gpupacketproc mode=cpu ! fakesink")
+    p.add_argument("--proc", nargs="?", const="cpu", metavar="MODE",
+                   help="each receiver also as ... ! gpupacketproc mode=MODE ! fakesink "
+                   "(MODE cpu where not given), with ratios to the runs without it")
     p.add_argument("--oversubscribe", action="store_true",
                    help="run afxdpsrc queue counts that leave no core for the sender")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"),
@@ -595,7 +724,8 @@ def main():
 
     if os.geteuid() != 0:
         skip("needs root (network namespaces, veth, AF_XDP)")
-    for tool in ("ip", "tcpreplay", "taskset", "gst-launch-1.0", "gst-inspect-1.0"):
+    for tool in ("ip", "taskset", "gst-launch-1.0", "gst-inspect-1.0") + \
+            (("tcpreplay",) if args.sender == "tcpreplay" else ()):
         if not shutil.which(tool):
             skip("no %s on PATH" % tool)
     os.environ.setdefault("GST_PLUGIN_PATH_1_0", os.path.join(args.build, "gst-plugin"))
