@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <string.h>
 
 #include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
@@ -148,15 +149,63 @@ GPP_HOST_DEVICE inline uint32_t load_be32(const uint8_t *p) {
 }
 
 GPP_HOST_DEVICE inline void copy_bytes(uint8_t *dst, const uint8_t *src, int n) {
+#ifdef __CUDA_ARCH__
   for (int i = 0; i < n; ++i) dst[i] = src[i];
+#else
+  memcpy(dst, src, static_cast<size_t>(n)); // a byte loop: uint8_t may alias anything
+#endif
 }
 
 // One's-complement sum of n bytes (big-endian 16-bit words), not yet folded.
+// It adds native little-endian words, 32 bits at a time, and swaps the folded
+// sum once: the one's-complement sum does not depend on byte order (RFC 1071
+// 2(B)).  The GPU loads only aligned words: from an odd address it adds
+// bytes.
 GPP_HOST_DEVICE inline uint32_t ones_sum(const uint8_t *p, uint32_t n, uint32_t sum) {
+#if defined(__CUDA_ARCH__) || __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t wide = 0;
+  uint32_t i = 0;
+#ifdef __CUDA_ARCH__
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  if (address & 1) {
+    for (; i + 1 < n; i += 2) sum += load_be16(p + i);
+    if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
+    return sum;
+  }
+  if ((address & 2) && n >= 2) {
+    wide += *reinterpret_cast<const uint16_t *>(p);
+    i = 2;
+  }
+  for (; i + 4 <= n; i += 4) wide += *reinterpret_cast<const uint32_t *>(p + i);
+  if (i + 2 <= n) {
+    wide += *reinterpret_cast<const uint16_t *>(p + i);
+    i += 2;
+  }
+#else
+  for (; i + 4 <= n; i += 4) {
+    uint32_t word;
+    memcpy(&word, p + i, 4);
+    wide += word;
+  }
+  if (i + 2 <= n) {
+    uint16_t half;
+    memcpy(&half, p + i, 2);
+    wide += half;
+    i += 2;
+  }
+#endif
+  if (i < n) wide += p[i]; // the high byte of a big-endian word
+  wide = (wide >> 32) + (wide & 0xffffffffu); // at most 2^32
+  wide = (wide >> 32) + (wide & 0xffffffffu); // below 2^32
+  uint32_t folded = static_cast<uint32_t>((wide >> 16) + (wide & 0xffff));
+  folded = (folded >> 16) + (folded & 0xffff);
+  return sum + (((folded & 0xff) << 8) | (folded >> 8));
+#else
   uint32_t i = 0;
   for (; i + 1 < n; i += 2) sum += load_be16(p + i);
   if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
   return sum;
+#endif
 }
 
 GPP_HOST_DEVICE inline uint16_t fold_sum(uint32_t sum) {
@@ -198,7 +247,18 @@ struct L4Span {
   bool checksum_verifiable;    // a whole datagram (IPv6 atomic fragments are)
   const uint8_t *pseudo_src;   // IPv6: Home Address option if any, else nullptr
   const uint8_t *pseudo_dst;   // IPv6: final routing-header address if any, else nullptr
+  bool in_walk;                // decap=inner: a UDP checksum may wait (kChecksumDeferred)
 };
+
+// Walking tunnels, a level's IPv4 header and UDP checksums wait in the record
+// as this value until the walk knows no tunnel opens below it: a carrier's
+// fields are replaced by its inner packet's, so its checksums would be summed
+// for nothing (verify_deferred_checksums()).  Never left in a record.
+constexpr uint8_t kChecksumDeferred = 0xfe;
+
+GPP_HOST_DEVICE inline uint8_t ipv4_header_checksum(const uint8_t *ip, uint32_t header_len) {
+  return fold_sum(ones_sum(ip, header_len, 0)) == 0xffff ? GPP_CHECKSUM_GOOD : GPP_CHECKSUM_BAD;
+}
 
 GPP_HOST_DEVICE inline uint32_t pseudo_header_sum(const GppResult &r, const L4Span &span,
                                                   uint32_t l4_length) {
@@ -311,8 +371,15 @@ GPP_HOST_DEVICE inline void parse_l4(const Packet &pkt, const CoreConfig &cfg,
     r.payload_offset = payload_offset;
     r.payload_length = data_end > payload_offset ? data_end - payload_offset : 0;
   }
-  if (cfg.verify_l4_checksum && r.l4_checksum == GPP_CHECKSUM_UNVERIFIED)
-    r.l4_checksum = l4_checksum_status(pkt, r, span, checked_length);
+  if (cfg.verify_l4_checksum && r.l4_checksum == GPP_CHECKSUM_UNVERIFIED) {
+    // A tunnel carrier's UDP checksum waits (kChecksumDeferred) where it can
+    // be summed again from the record alone: the UDP length and no IPv6
+    // pseudo-header addresses of its own.
+    const bool can_wait = span.in_walk && proto == kProtoUdp && checked_length == load_be16(h + 4) &&
+                          !span.pseudo_src && !span.pseudo_dst && span.checksum_verifiable &&
+                          off + checked_length <= pkt.caplen;
+    r.l4_checksum = can_wait ? kChecksumDeferred : l4_checksum_status(pkt, r, span, checked_length);
+  }
 }
 
 // IPv4 options must be well-formed TLVs that fill the header; a few have a
@@ -371,8 +438,7 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
     r.status |= short_header_flag(off + header_len, pkt.wirelen, GPP_STATUS_BAD_IP_LENGTH);
     return;
   }
-  r.ipv4_checksum = fold_sum(ones_sum(ip, header_len, 0)) == 0xffff ? GPP_CHECKSUM_GOOD
-                                                                     : GPP_CHECKSUM_BAD;
+  r.ipv4_checksum = payload ? kChecksumDeferred : ipv4_header_checksum(ip, header_len);
   if (total_len < header_len) {
     r.status |= GPP_STATUS_BAD_IP_LENGTH;
     return;
@@ -392,6 +458,7 @@ GPP_HOST_DEVICE inline void parse_ipv4(const Packet &pkt, const CoreConfig &cfg,
   span.checksum_verifiable = !is_fragment;
   span.pseudo_src = nullptr;
   span.pseudo_dst = nullptr;
+  span.in_walk = payload != nullptr;
   if (payload) *payload = IpPayload{span.offset, off + total_len, true};
   parse_l4(pkt, cfg, span, off + total_len, r);
 }
@@ -535,6 +602,7 @@ GPP_HOST_DEVICE inline void parse_ipv6(const Packet &pkt, const CoreConfig &cfg,
   span.checksum_verifiable = !more_fragments;
   span.pseudo_src = home_address;
   span.pseudo_dst = final_dst;
+  span.in_walk = payload != nullptr;
   if (payload) *payload = IpPayload{cur, ip_end, true};
   parse_l4(pkt, cfg, span, ip_end, r);
 }
@@ -1023,6 +1091,20 @@ GPP_HOST_DEVICE inline void parse_network(const Packet &pkt, const CoreConfig &c
   else parse_ipv6(pkt, cfg, off, r, payload);
 }
 
+// The checksums of the packet `r` describes that waited as kChecksumDeferred.
+GPP_HOST_DEVICE inline void verify_deferred_checksums(const Packet &pkt, GppResult &r) {
+  if (r.ipv4_checksum == kChecksumDeferred) {
+    const uint8_t *ip = pkt.bytes + r.l3_offset;
+    r.ipv4_checksum = ipv4_header_checksum(ip, (ip[0] & 0x0fu) * 4u);
+  }
+  if (r.l4_checksum == kChecksumDeferred) {
+    L4Span span{};
+    span.offset = r.l4_offset;
+    span.checksum_verifiable = true;
+    r.l4_checksum = l4_checksum_status(pkt, r, span, load_be16(pkt.bytes + r.l4_offset + 4));
+  }
+}
+
 // Into the tunnels of a packet whose outer layers `r` holds, level by level,
 // to the innermost packet (or as deep as GPP_MAX_TUNNEL_DEPTH allows): the
 // main fields end up describing it, `walk` the levels passed.
@@ -1030,8 +1112,10 @@ GPP_HOST_DEVICE inline void walk_tunnels(const CoreConfig &cfg, Packet pkt, IpPa
                                          GppResult &r, GppTunnelInfo &walk) {
   for (;;) {
     InnerPacket in;
-    if (!find_ip_tunnel(pkt, cfg, payload, r, in)) return;
-    if (!enter_tunnel(walk, in.type, in.id, r)) return;
+    if (!find_ip_tunnel(pkt, cfg, payload, r, in) || !enter_tunnel(walk, in.type, in.id, r)) {
+      verify_deferred_checksums(pkt, r); // the innermost packet: its checksums count
+      return;
+    }
     walk.outer_ip_version = r.ip_version;
     walk.outer_l4_proto = r.l4_proto;
     walk.outer_sport = r.l4_proto == kProtoUdp ? r.sport : 0;

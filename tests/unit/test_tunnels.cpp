@@ -914,6 +914,61 @@ TEST(TunnelPorts, VxlanOnTheConfiguredPortsOnly) {
   expect_plain(crafted("vxlan on 4789, only 8472 configured", iana_port, 42), only_linux);
 }
 
+// ---- checksums: the innermost packet's, never a carrier's -------------------------
+
+// The walk sums a level's IPv4 header and UDP checksums only once it knows no
+// tunnel opens below it: a carrier's, good or bad, never reach the record;
+// the innermost packet's, good or bad, always do.
+TEST(TunnelChecksums, OnlyTheInnermostPacketsCount) {
+  const Inner in = tcp4();
+  Ipv4Spec bad_header = outer4(kUdp);
+  bad_header.corrupt_header_checksum = true;
+  expect_opened("vxlan, carrier's ipv4 header checksum bad",
+                eth_ipv4(bad_header, udp(7, kPortVxlan, vxlan(9, in.frame))), in, false,
+                {GPP_TUNNEL_VXLAN}, 9, over_udp4(7, kPortVxlan));
+  Ipv4Spec bad_udp4 = outer4(kUdp);
+  bad_udp4.l4_checksum = L4Checksum::Corrupt;
+  expect_opened("geneve, carrier's udp checksum bad",
+                eth_ipv4(bad_udp4, udp(8, kPortGeneve, geneve(GeneveSpec{}, in.frame))), in, false,
+                {GPP_TUNNEL_GENEVE}, GeneveSpec{}.vni, over_udp4(8, kPortGeneve));
+  Ipv6Spec bad_udp6 = outer6(kUdp);
+  bad_udp6.l4_checksum = L4Checksum::Corrupt;
+  expect_opened("vxlan over ipv6, carrier's udp checksum bad",
+                eth_ipv6(bad_udp6, udp(9, kPortVxlan, vxlan(3, in.frame))), in, false,
+                {GPP_TUNNEL_VXLAN}, 3, over_udp6(9, kPortVxlan));
+  // The innermost packet's own bad checksums stay bad (as parsed alone).
+  Ipv4Spec inner_ip;
+  inner_ip.src = ipv4_addr("10.3.3.3");
+  inner_ip.dst = ipv4_addr("10.4.4.4");
+  inner_ip.proto = kUdp;
+  inner_ip.corrupt_header_checksum = true;
+  inner_ip.l4_checksum = L4Checksum::Corrupt;
+  const Inner broken{ethernet(kEthIpv4, ipv4(inner_ip, udp(1000, 2000, pattern_bytes(20, 5)))), 42};
+  ASSERT_EQ(GPP_CHECKSUM_BAD, alone(broken.frame).ipv4_checksum);
+  ASSERT_EQ(GPP_CHECKSUM_BAD, alone(broken.frame).l4_checksum);
+  expect_opened("vxlan over ipv6 around bad checksums",
+                udp6_frame(10, kPortVxlan, vxlan(4, broken.frame)), broken, false,
+                {GPP_TUNNEL_VXLAN}, 4, over_udp6(10, kPortVxlan));
+  // Not a tunnel: the packet's own bad checksums, as without the walk.
+  expect_plain(crafted("udp with bad checksums, no tunnel", broken.frame, 42));
+  Ipv6Spec plain6 = outer6(kUdp);
+  plain6.l4_checksum = L4Checksum::Corrupt;
+  expect_plain(crafted("udp over ipv6, bad checksum, no tunnel", eth_ipv6(plain6, udp(1, 2, pattern_bytes(9))), 62));
+  // At the depth limit the level left unopened is the packet described: its
+  // own bad UDP checksum counts; the carriers' (one bad too) do not.
+  Bytes frame = in.frame;
+  for (int wrap = 0; wrap <= GPP_MAX_TUNNEL_DEPTH; ++wrap) {
+    const bool bad = wrap == 0 || wrap == GPP_MAX_TUNNEL_DEPTH;
+    frame = eth_ipv4(bad ? bad_udp4 : outer4(kUdp), udp(7, kPortVxlan, vxlan(1, frame)));
+  }
+  const uint32_t unopened = 50 * GPP_MAX_TUNNEL_DEPTH;
+  const Walk deep = walk(crafted("vxlan past the depth limit, bad udp checksums", frame, unopened + 42 + 8));
+  EXPECT_EQ(GPP_MAX_TUNNEL_DEPTH, deep.t.tunnel_count);
+  EXPECT_EQ(unopened + 14, deep.r.l3_offset);
+  EXPECT_EQ(GPP_CHECKSUM_GOOD, deep.r.ipv4_checksum);
+  EXPECT_EQ(GPP_CHECKSUM_BAD, deep.r.l4_checksum);
+}
+
 // ---- generated traffic inside tunnels (gpu/traffic_gen.h) ---------------------------
 
 namespace {
