@@ -280,10 +280,13 @@ class Bench:
             raise RuntimeError("%s: exit %d: %s" % (quote(argv), p.returncode,
                                                     (err or out).strip()[-400:]))
         cpu = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
-        # Frames the veth dropped are not in sent; unfinished ones are lost
-        # to the count: both said in the row's note.
+        # The sender's sent leaves out the frames the veth dropped: the
+        # receiving queue was full (the receiver's kernel path did not keep
+        # up, as a NIC's full RX ring), so here they count as sent and, not
+        # captured, as missing.  Unfinished ones are lost to the count: both
+        # said in the row's note.
         extra = {k: int(got[k]) for k in ("dropped", "unfinished") if k in got}
-        return int(got["sent"]), float(got["seconds"]), cpu, extra
+        return int(got["sent"]) + extra.get("dropped", 0), float(got["seconds"]), cpu, extra
 
     def send(self, pps, duration):
         """Runs the senders (total rate PPS, None = top speed); returns
@@ -315,7 +318,8 @@ class Bench:
         """What the xdp sender counted beside sent, where it matters."""
         notes = []
         if extra.get("dropped"):
-            notes.append("veth dropped %d frames on sending" % extra["dropped"])
+            notes.append("veth dropped %d frames, its receiving queue full (counted as missing)"
+                         % extra["dropped"])
         if extra.get("unfinished"):
             notes.append("%d frames not completed at the end" % extra["unfinished"])
         return "; ".join(notes)
@@ -456,26 +460,33 @@ class Bench:
                  (" | ".join(receiver.errors[-2:]) or "no stats message"))
 
     def run_receivers(self, proc=None):
-        self.run_receiver("pcapsrc immediate", "pcapsrc", ["immediate-mode=true"], 1, "0", proc)
-        self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1, "0", proc)
+        # Through gpupacketproc the receiver gets a core more for the
+        # element's own threads (persistent's host thread polls a core).
+        extra = 1 if proc else 0
+        cores = lambda n: "0" if n == 1 else "0-%d" % (n - 1)
+        self.run_receiver("pcapsrc immediate", "pcapsrc", ["immediate-mode=true"], 1,
+                          cores(1 + extra), proc)
+        self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1,
+                          cores(1 + extra), proc)
         ncpu = os.cpu_count() or 1
         for q in self.args.queues:
             if q not in self.runnable:
                 name = with_proc("afxdpsrc queues=%d" % q, proc)
-                why = "%d receiver cores + 1 sender core > %d cores" % (q, ncpu)
+                why = "%d receiver cores + 1 sender core > %d cores" % (q + extra, ncpu)
                 self.rows.append({"section": "measure", "receiver": name, "queues": q,
                                   "status": "skipped", "note": why})
                 log("%s %s" % (name, why))
                 continue
             self.run_receiver("afxdpsrc queues=%d" % q, "afxdpsrc", ["queues=%d" % q], q,
-                              "0" if q == 1 else "0-%d" % (q - 1), proc)
+                              cores(q + extra), proc)
 
     def run(self):
         a = self.args
         ncpu = os.cpu_count() or 1
         qlist = a.queues
-        runnable = self.runnable = [q for q in qlist if a.oversubscribe or q + 1 <= ncpu]
-        rx_max = max([1] + runnable)
+        extra = 1 if a.proc else 0 # a core for gpupacketproc's threads (run_receivers)
+        runnable = self.runnable = [q for q in qlist if a.oversubscribe or q + 1 + extra <= ncpu]
+        rx_max = max([1] + runnable) + extra
         nsend = a.senders or max(1, ncpu - rx_max)
         if nsend + 1 > ncpu and not a.oversubscribe:
             nsend = max(1, ncpu - 1)
@@ -638,7 +649,8 @@ def report(bench, args):
     md += ["| %s | %s |" % (w, fmt(v, "%.2f") if v is not None else "n/a") for w, v in ratios]
     md += ["", "How to read it:", "",
            "- *sent*: the senders' own count (gpupacket-xdp-send's completed transmissions, "
-           "less any the veth dropped; tcpreplay's `Actual:`); *sender alone* is their "
+           "with those the veth dropped because the receiving queue was full: they count as "
+           "missing, as a NIC's full RX ring would; tcpreplay's `Actual:`); *sender alone* is their "
            "rate with nothing capturing (the kernel drops the frames): where a receiver's sent "
            "rate is near it, the sender, not the receiver, is the limit.",
            "- *src dropped*: the source's own count (pcapsrc: dropped + if-dropped; afxdpsrc: "
