@@ -29,9 +29,10 @@
 # then come from build/peers; one missing there is skipped with the reason.
 # live-capture (not in the default; a call of its own, about 2 minutes):
 # bench/live-capture-bench.py, pcapsrc and afxdpsrc (1, 2 and 4 queues) on a
-# veth pair between two network namespaces, tcpreplay senders on the other
-# cores; needs root and tcpreplay (skipped otherwise), its report in
-# $OUT/live-capture; LIVE_CAPTURE_ARGS adds options (e.g. --duration 10).
+# veth pair between two network namespaces, senders on the other cores
+# (gpupacket-xdp-send where built, else tcpreplay); needs root (skipped
+# otherwise), its report in $OUT/live-capture; LIVE_CAPTURE_ARGS adds options
+# (e.g. --proc persistent --duration 3 --steps 5: about 2.5 minutes).
 # On the lent host one command may run 10 minutes: run suite-parity,
 # suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03; peers
 # 137 s, and the full realistic grid after them did not finish within 330 s:

@@ -18,7 +18,7 @@ build=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 parts="suite-parity suite-checks peers bench-stress bench-realistic bench-flows bench-decap
-       softflowd soak pipeline live-capture"
+       bench-umem softflowd soak pipeline live-capture"
 failed=0
 for part in $parts; do
   out=$tmp/$part
@@ -29,7 +29,7 @@ for part in $parts; do
     SOFTFLOWD_ARGS="--packets 20000 --flows 2000 --runs 1" \
     PIPELINE_ARGS="--quick --cpu-only --no-peers" \
     LIVE_CAPTURE_ARGS="--quick" SOAK_MINUTES=0.02 \
-    BENCH_ARGS="--quick" FLOW_BENCH_ARGS="--quick" DECAP_BENCH_ARGS="--quick" \
+    BENCH_ARGS="--quick" FLOW_BENCH_ARGS="--quick" DECAP_BENCH_ARGS="--quick" UMEM_BENCH_ARGS="--quick" \
     bash "$src/scripts/gpu-host-check.sh" "$part" > "$out/stdout.txt" 2>&1
   rc=$?
   checks=$(grep -c '^== ' "$out/stdout.txt")
