@@ -1,5 +1,7 @@
 #include "bench_common.h"
 
+#include <ctime>
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -67,6 +69,15 @@ std::string fmt_bytes(uint64_t b) {
     std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(b >> 10));
   else
     std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+std::string now_utc_text() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
   return buf;
 }
 

@@ -41,6 +41,7 @@ std::string fmt(double v, int decimals);
 std::string fmt_us(double ns);          // "12.34" (microseconds)
 std::string fmt_bytes(uint64_t bytes);  // "64 KiB", "6.3 MB" ...
 std::string csv_escape(const std::string &s);
+std::string now_utc_text();             // "2026-12-06 06:13:27 UTC": a report's date
 
 // ---- the report ----------------------------------------------------------------
 

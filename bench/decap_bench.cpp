@@ -132,13 +132,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-std::string today() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
-  return buf;
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -285,7 +278,7 @@ int main(int argc, char **argv) {
                 "every slot busy, %.1f s a measurement, %u rounds alternating which setting "
                 "goes first, medians shown.  Records checked against the CPU core after each "
                 "measurement.\n\n",
-                today().c_str(), o.command_line.c_str(), std::thread::hardware_concurrency(),
+                gppbench::now_utc_text().c_str(), o.command_line.c_str(), std::thread::hardware_concurrency(),
                 o.batch, o.traffic.c_str(), mean_wire, 100 * tunnel_share, kRingBatches, o.seconds,
                 o.rounds);
   const std::string report = std::string(head) + table;

@@ -35,15 +35,6 @@ namespace {
 
 constexpr int kExitSkip = 77;
 
-std::string now_text() {
-  char buf[64];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", &tm);
-  return buf;
-}
-
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
@@ -120,7 +111,7 @@ int main(int argc, char **argv) {
   char pci[32];
   std::snprintf(pci, sizeof pci, "%04x:%02x:%02x", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
   run.device_name = opt.cpu_only ? "none (--cpu-only)" : prop.name;
-  run.report.add_meta("date", now_text());
+  run.report.add_meta("date", gppbench::now_utc_text());
   run.report.add_meta("command", "`" + opt.command_line + "`");
   if (opt.cpu_only)
     run.report.add_meta("GPU", run.device_name);

@@ -506,15 +506,6 @@ std::vector<OneOff> measure_one_offs(unsigned runs) {
 
 // ---- the report ----------------------------------------------------------------------------
 
-std::string now_text() {
-  char buf[64];
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", &tm);
-  return buf;
-}
-
 std::string first_line(const std::string &path, const std::string &prefix = "") {
   std::ifstream f(path);
   std::string line;
@@ -581,7 +572,7 @@ int main(int argc, char **argv) {
     std::string cpu = first_line("/proc/cpuinfo", "model name");
     if (cpu.find(": ") != std::string::npos) cpu = cpu.substr(cpu.find(": ") + 2);
     const std::string thp_setting = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
-    meta += "- **date**: " + now_text() + "\n";
+    meta += "- **date**: " + gppbench::now_utc_text() + "\n";
     meta += "- **command**: `" + o.command_line + "`\n";
     meta += "- **GPU**: " + std::string(prop.name) + " (device " + std::to_string(o.device) +
             ", PCI " + pci + (speed.empty() ? "" : ", link " + speed + " x" + width) + ", " +
