@@ -919,10 +919,13 @@ GPP_HOST_DEVICE inline bool find_udp_tunnel(const Packet &pkt, const CoreConfig 
 }
 
 // The tunnel an IP packet (whose fields `r` holds) carries, if any.  Only a
-// packet that parsed cleanly and whole (no fragment) is opened.
+// packet that parsed cleanly and whole is opened: no fragment but an IPv6
+// atomic one (offset 0, no more fragments: a whole datagram, RFC 6946, which
+// Wireshark opens too).
 GPP_HOST_DEVICE inline bool find_ip_tunnel(const Packet &pkt, const CoreConfig &cfg, const IpPayload &payload,
                                            GppResult &r, InnerPacket &in) {
-  if (r.status != 0 || !payload.reached || (r.ip_flags & GPP_IP_FRAGMENT)) return false;
+  if (r.status != 0 || !payload.reached || r.frag_offset != 0 || (r.ip_flags & GPP_IP_MORE_FRAGMENTS))
+    return false;
   if (r.l4_proto == kProtoUdp)
     return (r.ip_flags & GPP_IP_L4_PARSED) && find_udp_tunnel(pkt, cfg, payload, r, in);
   in.end = payload.end;

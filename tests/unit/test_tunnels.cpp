@@ -896,6 +896,20 @@ TEST(TunnelFragments, FragmentedCarriersAreNotOpened) {
   expect_plain(crafted("4in6 in an ipv6 first fragment", eth_ipv6(ipip6, in.ip()), 62));
 }
 
+// An IPv6 atomic fragment (offset 0, no more fragments) is a whole datagram
+// (RFC 6946): its tunnel is opened, as Wireshark opens it.
+TEST(TunnelFragments, Ipv6AtomicFragmentsAreOpened) {
+  const Inner in = tcp4();
+  Ipv6Spec atomic = outer6(kUdp);
+  atomic.exts = {fragment_header(0, false)};
+  expect_opened("vxlan in an ipv6 atomic fragment", eth_ipv6(atomic, udp(3, kPortVxlan, vxlan(77, in.frame))),
+                in, false, {GPP_TUNNEL_VXLAN}, 77, over_udp6(3, kPortVxlan));
+  Ipv6Spec ipip6 = outer6(kIpIp);
+  ipip6.exts = {fragment_header(0, false)};
+  expect_opened("4in6 in an ipv6 atomic fragment", eth_ipv6(ipip6, in.ip()), in, true,
+                {GPP_TUNNEL_IPIP}, 0, over_ip6(kIpIp));
+}
+
 TEST(TunnelPorts, VxlanOnTheConfiguredPortsOnly) {
   const Inner in = tcp4_tagged();
   const Bytes linux_port = udp4_frame(1, 8472, vxlan(5, in.frame));
