@@ -95,7 +95,7 @@ bool
 GppBatchRunner::start (const GppStartSettings & settings)
 {
   if (settings.flows)
-    flows_.start (settings.flow);
+    flows_.start (settings.flow, settings.record_size == GPP_RESULTS_RECORD_SIZE_TUNNELS);
   return open_pools (settings.mode, settings.pool_device, settings.pool_size_mib,
       settings.pool_kind, settings.record_size) && switch_engine (settings.mode, settings.engine);
 }

@@ -1,9 +1,10 @@
 #include "flowoutput.h"
 
 void
-GppFlowOutput::start (const gpp::FlowSettings & settings)
+GppFlowOutput::start (const gpp::FlowSettings & settings, bool decap)
 {
   settings_ = settings;
+  decap_ = decap;
   enabled_ = true;
   meter_.reset ();
   segment_sent_ = false;
@@ -77,8 +78,10 @@ GppFlowOutput::start_stream ()
     gst_object_unref (parent);
   gst_pad_push_event (pad_, gst_event_new_stream_start (stream_id));
   g_free (stream_id);
+  /* decap: a field the sink templates leave open, so readers that know
+   * nothing of it still link; packetresultenc adds tunnel_id for "inner". */
   GstCaps *caps = gst_caps_new_simple (GPP_FLOW_CAPS_NAME, "record-size", G_TYPE_INT,
-      (int) sizeof (GppFlowRecord), NULL);
+      (int) sizeof (GppFlowRecord), "decap", G_TYPE_STRING, decap_ ? "inner" : "none", NULL);
   gst_pad_push_event (pad_, gst_event_new_caps (caps));
   gst_caps_unref (caps);
   /* Records carry their own times (start_ns, end_ns): buffers have none,

@@ -29,8 +29,9 @@ public:
   explicit GppFlowOutput (GstPad * pad) : pad_ (pad) {}
 
   /* READY→PAUSED with flows=true: a fresh table, made where the first
-   * engine runs (place()). */
-  void start (const gpp::FlowSettings & settings);
+   * engine runs (place()).  `decap`: the element's decap=inner, which the
+   * caps say (decap=inner: records keyed by the tunnel id too). */
+  void start (const gpp::FlowSettings & settings, bool decap);
   /* PAUSED→READY: the table goes, open flows with it. */
   void stop ();
   bool enabled () const { return enabled_; }
@@ -71,6 +72,7 @@ private:
   GstPad *pad_;
   bool enabled_ = false;
   gpp::FlowSettings settings_;
+  bool decap_ = false;
   std::unique_ptr<gpp::FlowMeter> meter_;
   bool segment_sent_ = false;
   guint64 dropped_ = 0;         /* open flows a flush dropped */

@@ -10,7 +10,8 @@
  * (v1, seed `community-id-seed`).  Flow records (gpupacketproc's flows pad)
  * are written the same ways, with Zeek conn.log's column names.  Records
  * with their tunnel plane (record-size=176, gpupacketproc decap=inner) get
- * the tunnel columns after the others.
+ * the tunnel columns after the others; flows metered with decap=inner (their
+ * caps say decap=inner) get tunnel_id last.
  *
  * Each input buffer gives one output buffer, its records formatted on
  * `threads` threads (resulttext.h), in order.
@@ -70,6 +71,7 @@ struct _GstPacketResultEnc
   GstPacketResultEncFormat active_format;
   gboolean flows;               /* the caps say flow records */
   gboolean tunnels;             /* the caps say results with their tunnel plane */
+  gboolean flow_tunnel_id;      /* the caps say flows metered with decap=inner */
   guint16 active_seed;
   gboolean header_written;
   gboolean have_segment;
@@ -179,24 +181,26 @@ record_number (const GppFlowRecord & f)
 /* The records' text (with their tunnel plane, or NULL), in the encoder's
  * memory; its size. */
 static size_t
-format_text (gpp::TextEncoder & encoder, const GppResult * records,
+format_text (GstPacketResultEnc *, gpp::TextEncoder & encoder, const GppResult * records,
     const GppTunnelInfo * tunnels, size_t count, gpp::TextFormat format, guint16 seed)
 {
   return encoder.format (records, count, format, seed, tunnels);
 }
 
 static size_t
-format_text (gpp::TextEncoder & encoder, const GppFlowRecord * records,
-    const GppTunnelInfo *, size_t count, gpp::TextFormat format, guint16)
+format_text (GstPacketResultEnc * self, gpp::TextEncoder & encoder,
+    const GppFlowRecord * records, const GppTunnelInfo *, size_t count,
+    gpp::TextFormat format, guint16)
 {
-  return encoder.format (records, count, format);
+  return encoder.format (records, count, format, self->flow_tunnel_id);
 }
 
 /* The CSV header row of this stream's records. */
 static const std::string &
 header_row (GstPacketResultEnc * self)
 {
-  return self->flows ? gpp::csv_header_row ((const GppFlowRecord *) NULL) :
+  return self->flows ? gpp::csv_header_row ((const GppFlowRecord *) NULL,
+      self->flow_tunnel_id) :
       gpp::csv_header_row ((const GppResult *) NULL, self->tunnels);
 }
 
@@ -300,7 +304,7 @@ gst_packet_result_enc_encode (GstPacketResultEnc * self, GstBuffer * buffer, con
   gpp::TextEncoder *encoder;
   try {
     encoder = &gst_packet_result_enc_encoder (self);
-    text_size = format_text (*encoder, records, tunnels, bad,
+    text_size = format_text (self, *encoder, records, tunnels, bad,
         csv ? gpp::TextFormat::kCsv : gpp::TextFormat::kJsonLines, self->active_seed);
   } catch (...) {
     gst_buffer_unmap (buffer, &map);
@@ -378,6 +382,8 @@ gst_packet_result_enc_sink_event (GstPad * pad, GstObject * parent, GstEvent * e
       gst_structure_get_int (in, "record-size", &in_record_size);
       self->flows = gst_structure_has_name (in, GPP_FLOW_CAPS_NAME);
       self->tunnels = !self->flows && in_record_size == GPP_RESULTS_RECORD_SIZE_TUNNELS;
+      self->flow_tunnel_id = self->flows
+          && g_strcmp0 (gst_structure_get_string (in, "decap"), "inner") == 0;
       gst_event_unref (event);
       const bool csv = self->active_format == GST_PACKET_RESULT_ENC_FORMAT_CSV;
       GstCaps *caps = gst_caps_new_empty_simple (csv ? "text/csv" : "application/x-ndjson");
@@ -572,6 +578,7 @@ gst_packet_result_enc_init (GstPacketResultEnc * self)
   self->active_format = DEFAULT_FORMAT;
   self->flows = FALSE;
   self->tunnels = FALSE;
+  self->flow_tunnel_id = FALSE;
   self->header_written = FALSE;
   self->have_segment = FALSE;
 }

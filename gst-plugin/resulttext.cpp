@@ -31,14 +31,16 @@ constexpr const char *kResultColumns[] = {
 constexpr size_t kTunnelColumns = 7;
 
 // Flow records: Zeek conn.log's names where it has the field (ICMP type and
-// code in the port fields, as Zeek writes them), then gpupacket's own.
+// code in the port fields, as Zeek writes them), then gpupacket's own.  The
+// last, tunnel_id, is written only for flows metered with decap=inner.
 constexpr const char *kFlowColumns[] = {
     "ts",          "id.orig_h",     "id.orig_p",      "id.resp_h",      "id.resp_p",
     "proto",       "ip_proto",      "duration",       "orig_pkts",      "orig_ip_bytes",
     "resp_pkts",   "resp_ip_bytes", "vlan",           "community_id",   "first_packet",
     "end_ts",      "end_reason",    "orig_tcp_flags", "resp_tcp_flags", "rss",
-    "acl_rule",    "acl_action",    "dpi_pattern",    "dpi_hits",
+    "acl_rule",    "acl_action",    "dpi_pattern",    "dpi_hits",       "tunnel_id",
 };
+constexpr size_t kFlowTunnelColumns = 1;
 
 // A short text (a name, a JSON key) in a fixed block, copied whole: one
 // vector move, where a copy of its exact length is a call to memcpy that
@@ -126,9 +128,10 @@ const ColumnText &column_text(const GppResult *, bool tunnels) {
   return tunnels ? with : without;
 }
 
-const ColumnText &column_text(const GppFlowRecord *, bool) {
-  static const ColumnText text(kFlowColumns);
-  return text;
+const ColumnText &column_text(const GppFlowRecord *, bool tunnels) {
+  static const ColumnText with(kFlowColumns);
+  static const ColumnText without(kFlowColumns, kFlowTunnelColumns);
+  return tunnels ? with : without;
 }
 
 char *put(char *p, const char *text, size_t size) {
@@ -450,10 +453,10 @@ char *write_line(char *p, const GppResult &r, const GppTunnelInfo *tunnel,
   return line.end();
 }
 
+// A flow's line; with `tunnel_id` (decap=inner), the tunnel_id column last.
 template <TextFormat F>
-char *write_line(char *p, const GppFlowRecord &f, const GppTunnelInfo *, uint16_t,
-                 CommunityIdCache *) {
-  Line<F> line(p, column_text(&f, false));
+char *write_line(char *p, const GppFlowRecord &f, bool tunnel_id) {
+  Line<F> line(p, column_text(&f, tunnel_id));
   const bool icmp = f.l4_proto == 1 || f.l4_proto == 58;
   const bool tcp = f.l4_proto == 6;
 
@@ -491,11 +494,11 @@ char *write_line(char *p, const GppFlowRecord &f, const GppTunnelInfo *, uint16_
   acl(line, f.acl_action, f.acl_rule);
   number_if(line, f.dpi_pattern >= 0, static_cast<uint64_t>(f.dpi_pattern));
   line.number(f.dpi_hits);
+  if (tunnel_id) line.number(f.tunnel_id);
   return line.end();
 }
 
-template <typename Record>
-size_t write_lines(const Record *records, const GppTunnelInfo *tunnels, size_t count,
+size_t write_lines(const GppResult *records, const GppTunnelInfo *tunnels, size_t count,
                    TextFormat format, uint16_t seed, char *out, CommunityIdCache *ids) {
   char *p = out;
   if (format == TextFormat::kCsv)
@@ -509,14 +512,25 @@ size_t write_lines(const Record *records, const GppTunnelInfo *tunnels, size_t c
   return static_cast<size_t>(p - out);
 }
 
+size_t write_lines(const GppFlowRecord *records, size_t count, TextFormat format, bool tunnel_id,
+                   char *out) {
+  char *p = out;
+  if (format == TextFormat::kCsv)
+    for (size_t i = 0; i < count; ++i) p = write_line<TextFormat::kCsv>(p, records[i], tunnel_id);
+  else
+    for (size_t i = 0; i < count; ++i)
+      p = write_line<TextFormat::kJsonLines>(p, records[i], tunnel_id);
+  return static_cast<size_t>(p - out);
+}
+
 } // namespace
 
 const std::string &csv_header_row(const GppResult *record, bool tunnels) {
   return column_text(record, tunnels).header;
 }
 
-const std::string &csv_header_row(const GppFlowRecord *record) {
-  return column_text(record, false).header;
+const std::string &csv_header_row(const GppFlowRecord *record, bool tunnel_id) {
+  return column_text(record, tunnel_id).header;
 }
 
 CommunityIdCache::Key CommunityIdCache::key_of(const GppResult &r, uint16_t seed) {
@@ -570,8 +584,8 @@ size_t format_records(const GppResult *records, const GppTunnelInfo *tunnels, si
 }
 
 size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
-                      char *out) {
-  return write_lines(records, nullptr, count, format, 0, out, nullptr);
+                      char *out, bool tunnel_id) {
+  return write_lines(records, count, format, tunnel_id, out);
 }
 
 void TextEncoder::FreeText::operator()(char *text) const { std::free(text); }
@@ -630,9 +644,10 @@ size_t TextEncoder::format(const GppResult *records, size_t count, TextFormat fo
   });
 }
 
-size_t TextEncoder::format(const GppFlowRecord *records, size_t count, TextFormat format) {
+size_t TextEncoder::format(const GppFlowRecord *records, size_t count, TextFormat format,
+                           bool tunnel_id) {
   return run(records, count, [&](const GppFlowRecord *f, size_t n, char *out, Chunk &) {
-    return format_records(f, n, format, out);
+    return format_records(f, n, format, out, tunnel_id);
   });
 }
 

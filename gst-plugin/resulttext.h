@@ -38,7 +38,9 @@ constexpr size_t kMaxTextLineBytes = 1280;
 // The CSV header row (column names, then a newline); with `tunnels`, that
 // of records with their tunnel plane (the tunnel columns at the end).
 const std::string &csv_header_row(const GppResult *, bool tunnels = false);
-const std::string &csv_header_row(const GppFlowRecord *);
+// Flow records' row: with `tunnel_id` (flows metered with decap=inner), the
+// tunnel_id column last.
+const std::string &csv_header_row(const GppFlowRecord *, bool tunnel_id = false);
 
 // The Community ID texts of recent records.  A conversation's packets share
 // one, and its SHA-1 is most of a row's cost (365 of 500 ns for a CSV row
@@ -94,8 +96,9 @@ size_t format_records(const GppResult *records, size_t count, TextFormat format,
 size_t format_records(const GppResult *records, const GppTunnelInfo *tunnels, size_t count,
                       TextFormat format, uint16_t community_id_seed, char *out,
                       CommunityIdCache *cache = nullptr);
+// Flow records; with `tunnel_id`, each line ends with the flow's tunnel id.
 size_t format_records(const GppFlowRecord *records, size_t count, TextFormat format,
-                      char *out);
+                      char *out, bool tunnel_id = false);
 
 class TextEncoder {
 public:
@@ -117,7 +120,8 @@ public:
   // in bytes, which copy_to() then writes out.
   size_t format(const GppResult *records, size_t count, TextFormat format,
                 uint16_t community_id_seed, const GppTunnelInfo *tunnels = nullptr);
-  size_t format(const GppFlowRecord *records, size_t count, TextFormat format);
+  size_t format(const GppFlowRecord *records, size_t count, TextFormat format,
+                bool tunnel_id = false);
   // Copies the last format()'s text to `out`, chunk after chunk.
   void copy_to(char *out);
 

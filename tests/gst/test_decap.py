@@ -22,7 +22,9 @@ column); decap=inner rows of packets with no tunnel equal decap=none's;
 vxlan-ports moves VXLAN to other ports or turns it off, and refuses a bad
 list (start fails, naming it); record-size=176 into an element that only
 takes 128 fails with gpupacketproc's not-negotiated error; pcapsink writes
-the captured packets either way, with the innermost packet's ACL verdict.
+the captured packets either way, with the innermost packet's ACL verdict;
+flows=true writes each flow's tunnel_id last with decap=inner (its first
+packet's), and no such column with decap=none.
 A GPU mode that is not available here exits 77 (skip).
 """
 import base64
@@ -333,6 +335,64 @@ def check_decap_none(run, data):
     return failures
 
 
+def check_flows(run, data):
+    """flows=true beside decap: with decap=inner the flows' CSV and JSON
+    Lines end with tunnel_id, each flow's the tunnel id of its first packet;
+    with decap=none they have no such column."""
+    failures = []
+    directory = os.path.join(data, TUNNEL_DIR)
+    paths = [os.path.join(directory, f) for f in sorted(os.listdir(directory)) if ".pcap" in f]
+    flows_seen = tunnelled = 0
+    for path in paths:
+        name = os.path.basename(path)
+        for decap in ("inner", "none"):
+            packets = os.path.join(run.workdir, "packets.csv")
+            flows = {fmt: os.path.join(run.workdir, "flows." + fmt) for fmt in ("csv", "jsonl")}
+            rc, output = launch(run.gst_launch, run.env, "pcapsrc", "location=" + path, "!",
+                                "gpupacketproc", "decap=" + decap, "flows=true", "name=p", "!",
+                                "packetresultenc", "format=csv", "!", "filesink",
+                                "location=" + packets,
+                                "p.flows", "!", "tee", "name=t",
+                                "t.", "!", "queue", "!", "packetresultenc", "format=csv", "!",
+                                "filesink", "location=" + flows["csv"],
+                                "t.", "!", "queue", "!", "packetresultenc", "format=jsonl", "!",
+                                "filesink", "location=" + flows["jsonl"])
+            if rc != 0:
+                failures.append("%s decap=%s flows: exit %d: %s" % (name, decap, rc, output[-300:]))
+                continue
+            with open(packets) as fh:
+                _, rows = rows_of(fh.read())
+            by_number = {r["packet"]: r for r in rows}
+            with open(flows["csv"]) as fh:
+                header, flow_rows = rows_of(fh.read())
+            with open(flows["jsonl"]) as fh:
+                json_rows = [json.loads(line) for line in fh if line.strip()]
+            if decap == "none":
+                if "tunnel_id" in header or any("tunnel_id" in j for j in json_rows):
+                    failures.append("%s decap=none: flows have a tunnel_id" % name)
+                continue
+            if header[-1:] != ["tunnel_id"]:
+                failures.append("%s decap=inner: flows' last column is %s" % (name, header[-1:]))
+                continue
+            if len(json_rows) != len(flow_rows):
+                failures.append("%s: %d JSON flows, %d CSV" % (name, len(json_rows), len(flow_rows)))
+                continue
+            for f, j in zip(flow_rows, json_rows):
+                first = by_number.get(f["first_packet"])
+                want = int(first["tunnel_id"] or 0) if first else None
+                if want is None or int(f["tunnel_id"]) != want or j.get("tunnel_id") != want:
+                    failures.append("%s flow of packet %s: tunnel_id %s (JSON %s), its first "
+                                    "packet's %s" % (name, f["first_packet"], f["tunnel_id"],
+                                                     j.get("tunnel_id"), want))
+                flows_seen += 1
+                tunnelled += want != 0
+    print("flows: %d flows of %d captures, %d with a tunnel id" % (flows_seen, len(paths),
+                                                                    tunnelled))
+    if not tunnelled:
+        failures.append("flows: no flow with a tunnel id: the check checked nothing")
+    return failures
+
+
 def check_vxlan_ports(run, data):
     failures = []
     capture = os.path.join(data, TUNNEL_DIR, "zeek__vxlan.pcap")
@@ -426,6 +486,7 @@ def main():
         if modes == ["cpu"]:
             failures += check_decap_none(run, data)
             failures += check_vxlan_ports(run, data)
+            failures += check_flows(run, data)
             failures += check_refused_caps(run, data)
             failures += check_pcapsink(run, data)
     for f in failures[:40]:

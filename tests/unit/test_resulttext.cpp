@@ -748,3 +748,32 @@ TEST(ResultText, WidestLineFitsTheBound) {
 }
 
 } // namespace
+
+// Flows metered with decap=inner: the same line, then the flow's tunnel id
+// (CSV: a last column; JSON: a last key), and the header row likewise.
+TEST(ResultText, FlowTunnelIdColumnComesLast) {
+  const auto *flow_type = static_cast<const GppFlowRecord *>(nullptr);
+  EXPECT_EQ(gpp::csv_header_row(flow_type).substr(0, gpp::csv_header_row(flow_type).size() - 1) +
+                ",tunnel_id\n",
+            gpp::csv_header_row(flow_type, true));
+  RandomRecords random(41);
+  for (uint32_t id : {0u, 1u, 0xabcdefu, 0xffffffffu}) {
+    GppFlowRecord f = random.flow();
+    f.tunnel_id = id;
+    for (TextFormat format : kFormats) {
+      std::vector<char> plain(gpp::kMaxTextLineBytes), with(gpp::kMaxTextLineBytes);
+      const size_t n = gpp::format_records(&f, 1, format, plain.data());
+      const size_t m = gpp::format_records(&f, 1, format, with.data(), true);
+      std::string line(plain.data(), n), tunnelled(with.data(), m);
+      ASSERT_EQ('\n', line.back());
+      line.pop_back();
+      if (format == TextFormat::kCsv) {
+        EXPECT_EQ(line + "," + std::to_string(id) + "\n", tunnelled);
+      } else {
+        ASSERT_EQ('}', line.back());
+        line.pop_back();
+        EXPECT_EQ(line + ",\"tunnel_id\":" + std::to_string(id) + "}\n", tunnelled);
+      }
+    }
+  }
+}
