@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "acl_rules.h"
+#include "cpu_engine.h"
 #include "dpi_patterns.h"
 #include "packet_core.h"
 #include "peer_rte_acl.h"
@@ -363,7 +364,8 @@ bool print_row(const Scaling &s, const std::string &agreement) {
 }
 
 // ---- the CPU pipeline: what a user builds on the CPU from the best parts ----------------------
-// Per packet gpupacket's parse + RSS (the core without its ACL and DPI), then
+// Per packet gpupacket's parse + RSS (the core without its ACL and DPI, RSS by
+// the key's byte table as the cpu engine hashes: a NIC would give it free), then
 // rte_acl on the 5-tuple (bursts of 64, as DPDK applications classify), then
 // Hyperscan over the TCP/UDP payload (one hs_scan per payload, as an IDS
 // scans a packet).  Its answers are checked against gpupacket's full
@@ -379,10 +381,12 @@ struct PipelineInput {
 // One chunk through the pipeline: records and answers into the caller's buffers.
 hs_error_t pipeline_chunk(const PipelineInput &in, size_t first, size_t count, GppResult *records,
                           Tuple *tuples, uint32_t *rules, HsTally *tallies, hs_scratch_t *scratch) {
+  const gpp::detail::RssTable &rss = gpp::host_rss_table(in.parse.rss_key);
   for (size_t i = 0; i < count; ++i) {
     const std::vector<uint8_t> &f = (*in.frames)[first + i];
     const auto len = static_cast<uint32_t>(f.size());
-    gpp::process_packet(f.data(), len, len, GPP_LINKTYPE_ETHERNET, first + i + 1, 0, in.parse, records[i]);
+    gpp::process_packet(f.data(), len, len, GPP_LINKTYPE_ETHERNET, first + i + 1, 0, in.parse, records[i],
+                        gpp::ClassifyStages::kInline, &rss);
     tuples[i] = peers::tuple_of(records[i]);
   }
   if (in.acl) peers::classify(in.acl, tuples, 0, count, rules);

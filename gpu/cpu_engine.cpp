@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -14,16 +15,31 @@
 
 namespace gpp {
 
+const detail::RssTable &host_rss_table(const uint8_t (&key)[kRssKeySize]) {
+  struct Cache {
+    std::unique_ptr<detail::RssTable> table;
+    uint8_t key[kRssKeySize] = {};
+  };
+  thread_local Cache cache;
+  if (!cache.table || !std::equal(key, key + kRssKeySize, cache.key)) {
+    if (!cache.table) cache.table = std::make_unique<detail::RssTable>();
+    cache.table->fill(key, 0, 1);
+    std::copy(key, key + kRssKeySize, cache.key);
+  }
+  return *cache.table;
+}
+
 void process_batch_range(const uint8_t *batch, const CoreConfig &cfg, GppResult *results,
                          uint32_t begin, uint32_t end) {
   const auto *header = reinterpret_cast<const GppBatchHeader *>(batch);
   const GppPacketDesc *descs = gpp_batch_descs(batch);
   GppTunnelInfo *tunnels = cfg.decap ? tunnel_plane(results, header->packet_count) : nullptr;
+  const detail::RssTable *rss_table = begin < end ? &host_rss_table(cfg.rss_key) : nullptr;
   for (uint32_t i = begin; i < end; ++i) {
     const GppPacketDesc &d = descs[i];
     process_packet(batch + d.offset, d.caplen, d.wirelen, header->linktype,
                    d.packet_number, d.timestamp_ns, cfg, results[i], ClassifyStages::kInline,
-                   nullptr, tunnels ? tunnels + i : nullptr);
+                   rss_table, tunnels ? tunnels + i : nullptr);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "batch_builder.h"
+#include "cpu_engine.h"
 #include "device_timing.h"
 #include "worker_pool.h"
 
@@ -113,13 +114,8 @@ public:
     shard_cfg.decap = cfg.decap;
     std::copy(cfg.vxlan_ports, cfg.vxlan_ports + 2, shard_cfg.vxlan_ports);
     // The key's byte table (as the persistent kernel hashes): a lookup per
-    // input byte instead of a bit loop.  Made again when the key changes.
-    if (!rss_table_ || !std::equal(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_)) {
-      if (!rss_table_) rss_table_ = std::make_unique<detail::RssTable>();
-      rss_table_->fill(cfg.rss_key, 0, 1);
-      std::copy(cfg.rss_key, cfg.rss_key + kRssKeySize, table_key_);
-    }
-    const detail::RssTable *table = rss_table_.get();
+    // input byte instead of a bit loop.
+    const detail::RssTable *table = &host_rss_table(cfg.rss_key);
     // This slot's per-packet shard and place in it (read again by the merge:
     // the slot is not reused before its batch is waited for).
     SlotPackets &sp = slot_packets_[slot];
@@ -424,8 +420,6 @@ private:
   std::vector<size_t> part_bytes_;
   std::vector<uint32_t> share_packets_;
   std::vector<size_t> share_data_, share_at_;
-  std::unique_ptr<detail::RssTable> rss_table_;
-  uint8_t table_key_[kRssKeySize] = {};
   static constexpr int kNoFailure = -1;
   std::atomic<int> failed_device_{kNoFailure}; // either thread sets it
   mutable std::mutex cost_lock_; // submit and wait run on different threads
