@@ -639,10 +639,12 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) pushed; "
           "discarded (captured, never pushed: a stop, what arrived while PAUSED); "
-          "summed over the queues from XDP_STATISTICS: rx-dropped (dropped by the kernel, "
-          "e.g. a frame too long for frame-size), rx-invalid-descs, rx-ring-full (the RX "
-          "ring was full: the queue's thread fell behind), rx-fill-ring-empty (no free "
-          "frame to receive into); queues, zero-copy, xdp-mode (native or generic)",
+          "summed over the queues from XDP_STATISTICS: rx-dropped (dropped by the kernel: "
+          "a frame too long for frame-size, or no free frame to receive into), "
+          "rx-invalid-descs, rx-ring-full (frames dropped because the RX ring was full: the "
+          "queue's thread fell behind), rx-fill-ring-empty (times the kernel found the fill "
+          "ring empty: its lost frames are in rx-dropped); queues, zero-copy, xdp-mode "
+          "(native or generic)",
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
   gst_element_class_add_static_pad_template (element_class, &src_template);
