@@ -236,6 +236,27 @@ class Bench:
         self.queues = queues
         time.sleep(0.2)
 
+    def pin_napi(self, first_core, queues):
+        """Puts the receiving veth's NAPI (one a queue while an XDP program is
+        attached: the receiver's) in kernel threads, napi/RX-ID, and pins them
+        to cores of their own from FIRST_CORE on; the cores used."""
+        r = self.sh(["ip", "netns", "exec", self.ns_rx, "sh", "-c",
+                     "echo 1 > /sys/class/net/%s/threaded" % self.rx], check=False)
+        if r.returncode != 0:
+            raise RuntimeError("--napi-cores: threaded NAPI refused: " + r.stdout.strip())
+        time.sleep(0.2)
+        out = subprocess.run(["ps", "-e", "-o", "pid=,comm="], stdout=subprocess.PIPE,
+                             text=True).stdout
+        prefix = ("napi/" + self.rx + "-")[:15]
+        pids = sorted(int(line.split()[0]) for line in out.splitlines()
+                      if len(line.split()) == 2 and line.split()[1].startswith(prefix))
+        cores = []
+        for i, pid in enumerate(pids):
+            core = first_core + i % max(1, queues)
+            self.sh(["taskset", "-pc", str(core), str(pid)], check=False)
+            cores.append(core)
+        return ",".join(map(str, sorted(set(cores))))
+
     def cleanup(self):
         for p in self.children:
             if p.poll() is None:
@@ -337,8 +358,9 @@ class Bench:
             self.make_veth(1)
             argv = self.xdp_argv(self.sender_cores[:1], None, count=1000)
             r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            m = re.search(r"sent=(\d+)", r.stdout)
-            if r.returncode != 0 or not m or int(m.group(1)) != 1000:
+            # Sent or dropped by the veth (nothing captures yet): every frame went out.
+            got = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", r.stdout)}
+            if r.returncode != 0 or got.get("sent", 0) + got.get("dropped", 0) != 1000:
                 why = "gpupacket-xdp-send could not send here (exit %d): %s" % \
                     (r.returncode, (r.stderr or r.stdout).strip()[-300:])
         if why is None:
@@ -393,6 +415,12 @@ class Bench:
             if not receiver.wait_ready(15):
                 raise RuntimeError("no stats from the receiver within 15 s: %s" %
                                    " | ".join(receiver.errors[-3:]) or "see receiver log")
+            if self.args.napi_cores and kind == "afxdpsrc":
+                first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
+                pinned = self.pin_napi(first, queues)
+                if not pinned:
+                    raise RuntimeError("--napi-cores: no NAPI thread of %s found" % self.rx)
+                row["note"] = "NAPI threads on core(s) %s" % pinned
             stats0 = receiver.wait_settled(1.0)
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
             row.update(top)
@@ -402,7 +430,8 @@ class Bench:
             best, lo, hi = None, None, top["sent_pps"]
             if top["loss"] <= LOSS_LIMIT:
                 best = top["sent_pps"]
-                row["note"] = "drop-free at the senders' top speed (bounded by the sender)"
+                row["note"] = ((row["note"] + "; ") if row["note"] else "") + \
+                    "drop-free at the senders' top speed (bounded by the sender)"
             else:
                 for step in range(self.args.steps):
                     if lo is None and step == 0:
@@ -424,7 +453,8 @@ class Bench:
                     else:
                         hi = target
                         if lo is None and step == self.args.steps - 1:
-                            row["note"] = "drops at every rate tried (lowest %.0f pps)" % target
+                            row["note"] = ((row["note"] + "; ") if row["note"] else "") + \
+                                "drops at every rate tried (lowest %.0f pps)" % target
                     if lo is None and hi < 1000:
                         break
             row["drop_free_pps"] = best
@@ -471,9 +501,10 @@ class Bench:
                           cores(1 + extra), proc)
         ncpu = os.cpu_count() or 1
         for q in self.args.queues:
-            if q not in self.runnable:
+            if q not in self.runnable[extra]:
                 name = with_proc("afxdpsrc queues=%d" % q, proc)
-                why = "%d receiver cores + 1 sender core > %d cores" % (q + extra, ncpu)
+                napi = q if self.args.napi_cores else 0
+                why = "%d receiver cores + 1 sender core > %d cores" % (q + extra + napi, ncpu)
                 self.rows.append({"section": "measure", "receiver": name, "queues": q,
                                   "status": "skipped", "note": why})
                 log("%s %s" % (name, why))
@@ -486,8 +517,12 @@ class Bench:
         ncpu = os.cpu_count() or 1
         qlist = a.queues
         extra = 1 if a.proc else 0 # a core for gpupacketproc's threads (run_receivers)
-        runnable = self.runnable = [q for q in qlist if a.oversubscribe or q + 1 + extra <= ncpu]
-        rx_max = max([1] + runnable) + extra
+        napi = 2 if a.napi_cores else 1 # afxdpsrc's NAPI threads: a core per queue
+        fits = lambda q, more: a.oversubscribe or napi * q + more + 1 <= ncpu
+        self.runnable = {more: [q for q in qlist if fits(q, more)] for more in (0, extra)}
+        runnable = self.runnable[0]
+        rx_max = max([1] + [napi * q + extra for q in self.runnable[extra]] +
+                     [napi * q for q in runnable])
         nsend = a.senders or max(1, ncpu - rx_max)
         if nsend + 1 > ncpu and not a.oversubscribe:
             nsend = max(1, ncpu - 1)
@@ -635,11 +670,16 @@ def report(bench, args):
           "- **command**: `%s`" % quote([sys.argv[0]] + sys.argv[1:]),
           "- **senders**: %s on core(s) %s (%s); receivers from core 0; "
           "%d-packet capture of 60-byte UDP frames; %g s at top speed, %g s a step, %d steps"
-          % ("%d gpupacket-xdp-send thread(s) (AF_XDP, copy mode, spread over the veth's queues)"
+          % ("gpupacket-xdp-send (AF_XDP, copy mode), a thread on each of %d core(s) and at "
+             "least one a queue (each layout's count in its sender-alone row)"
              % len(bench.sender_cores) if bench.sender == "xdp" else
              "%d tcpreplay process(es)" % len(bench.sender_cores),
              ",".join(map(str, bench.sender_cores)), bench.sender_why, args.packets,
              args.duration, args.step_duration, args.steps),
+          "- **receiving NAPI** (afxdpsrc): " + (
+              "threaded (`/sys/class/net/RX/threaded`), a core per queue after the receiver's "
+              "(--napi-cores)" if args.napi_cores else
+              "in the softirq of the sending cores (veth's default)"),
           "- **pipeline**: `... ! fakesink`" + (
               "; then each receiver again as `... ! gpupacketproc mode=%s ! fakesink` (the rows "
               "that name it)" % args.proc if args.proc else ""),
@@ -715,6 +755,11 @@ def main():
     p.add_argument("--proc", nargs="?", const="cpu", metavar="MODE",
                    help="each receiver also as ... ! gpupacketproc mode=MODE ! fakesink "
                    "(MODE cpu where not given), with ratios to the runs without it")
+    p.add_argument("--napi-cores", action="store_true",
+                   help="afxdpsrc receivers: the receiving veth's NAPI (the XDP program and "
+                   "the copy into the UMEM) in kernel threads, one core each after the "
+                   "receiver's, as a NIC queue's interrupt core (default: NAPI in the senders' "
+                   "softirq)")
     p.add_argument("--oversubscribe", action="store_true",
                    help="run afxdpsrc queue counts that leave no core for the sender")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"),

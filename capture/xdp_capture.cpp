@@ -682,8 +682,8 @@ void XdpCapture::deliver(Queue &q) {
 
 void XdpCapture::run_queue(Queue &q) {
   // The batch deadline is a ppoll() timeout, which Linux may stretch by the
-  // thread's timer slack (50 us by default): a batch-timeout of 100 us then
-  // closed batches up to 150 us late.  1 us keeps the deadline.
+  // thread's timer slack (50 us by default): a batch then closed up to 50 us
+  // after its batch-timeout.  1 us keeps the deadline.
   prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   // An exception here (an allocation) would end the process: it fails the
   // capture instead, which the consumer reports.

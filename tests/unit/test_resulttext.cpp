@@ -736,8 +736,9 @@ TEST(ResultText, WidestLineFitsTheBound) {
   f.acl_rule = f.dpi_pattern = INT32_MAX;
   std::vector<char> out(2 * gpp::kMaxTextLineBytes);
   for (TextFormat format : kFormats) {
-    const size_t widest = std::max(gpp::format_records(&r, 1, format, 0, out.data()),
-                                   gpp::format_records(&f, 1, format, out.data()));
+    const size_t widest = std::max({gpp::format_records(&r, 1, format, 0, out.data()),
+                                    gpp::format_records(&f, 1, format, out.data()),
+                                    gpp::format_records(&f, 1, format, out.data(), true)});
     const size_t widest_tunnelled = gpp::format_records(&r, &t, 1, format, 0, out.data());
     // Names are copied as 32-byte blocks, which may write 32 bytes past a line.
     EXPECT_LT(widest + 32, gpp::kMaxTextLineBytes) << name_of(format);
