@@ -51,7 +51,6 @@
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
 
-#include <dirent.h>
 #include <getopt.h>
 #include <algorithm>
 #include <atomic>
@@ -72,6 +71,7 @@
 #include <thread>
 #include <vector>
 
+#include "xdp_capture.h"
 #include "xdp_send_frames.h"
 
 #ifndef XDP_UMEM_UNALIGNED_CHUNK_FLAG
@@ -233,16 +233,6 @@ Options parse_options(int argc, char **argv) {
   if (!o.cores.empty() && o.cores.size() < o.threads)
     usage("--cores names fewer cores than there are threads");
   return o;
-}
-
-uint32_t interface_tx_queues(const std::string &interface) {
-  DIR *dir = opendir(("/sys/class/net/" + interface + "/queues").c_str());
-  if (!dir) return 0;
-  uint32_t count = 0;
-  while (const dirent *e = readdir(dir))
-    if (strncmp(e->d_name, "tx-", 3) == 0) ++count;
-  closedir(dir);
-  return count;
 }
 
 std::string why_setup_failed(const Options &o, uint32_t queue, size_t umem_bytes, int err,
@@ -490,7 +480,7 @@ int main(int argc, char **argv) {
     fail("No network interface " + dev + ". List the interfaces with \"ip link\".");
   // The kernel ignores a kick on a queue past the device's transmit queues:
   // nothing would be sent, and nothing said.
-  const uint32_t have = interface_tx_queues(o.interface);
+  const uint32_t have = gpp::capture::interface_tx_queues(o.interface);
   if (have && o.queues > have)
     fail(dev + " has " + std::to_string(have) + " transmit queue" + (have == 1 ? "" : "s") +
          ": --queues " + std::to_string(o.queues) + " needs as many (a veth: ip link add ... "

@@ -226,15 +226,28 @@ bool parse_queue_list(const std::string &text, std::vector<uint32_t> *queues, bo
   return true;
 }
 
-uint32_t interface_rx_queues(const std::string &interface) {
+namespace {
+
+// Entries of /sys/class/net/IF/queues named PREFIX (3 characters) and a number.
+uint32_t interface_queues(const std::string &interface, const char *prefix) {
   const std::string path = "/sys/class/net/" + interface + "/queues";
   DIR *dir = opendir(path.c_str());
   if (!dir) return 0;
   uint32_t count = 0;
   while (const dirent *e = readdir(dir))
-    if (strncmp(e->d_name, "rx-", 3) == 0) ++count;
+    if (strncmp(e->d_name, prefix, 3) == 0) ++count;
   closedir(dir);
   return count;
+}
+
+} // namespace
+
+uint32_t interface_rx_queues(const std::string &interface) {
+  return interface_queues(interface, "rx-");
+}
+
+uint32_t interface_tx_queues(const std::string &interface) {
+  return interface_queues(interface, "tx-");
 }
 
 struct XdpCapture::Queue {
