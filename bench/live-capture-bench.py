@@ -179,9 +179,7 @@ def with_proc(name, proc):
 def drops_of(kind, stats):
     if kind == "pcapsrc":
         return stats.get("dropped", 0) + stats.get("if-dropped", 0)
-    # A frame lost to an empty fill ring is in rx-dropped already (the kernel's
-    # rx-fill-ring-empty counts the times it found the ring empty, not frames).
-    return stats.get("rx-dropped", 0) + stats.get("rx-ring-full", 0)
+    return stats.get("dropped", 0)
 
 
 class Bench:
@@ -695,7 +693,7 @@ def report(bench, args):
            "rate with nothing capturing (the kernel drops the frames): where a receiver's sent "
            "rate is near it, the sender, not the receiver, is the limit.",
            "- *src dropped*: the source's own count (pcapsrc: dropped + if-dropped; afxdpsrc: "
-           "rx-dropped + rx-ring-full); *missing*: sent - captured (also "
+           "dropped, i.e. rx-dropped + rx-ring-full); *missing*: sent - captured (also "
            "what the kernel dropped before the socket, e.g. a full backlog); loss = the larger of "
            "the two over sent.",
            "- *rx CPU ns/pkt*: user + system time of the receiving process (/proc/PID/stat, all "

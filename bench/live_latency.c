@@ -184,8 +184,6 @@ main (int argc, char **argv)
   gchar **source_list = g_strsplit (sources, ",", -1);
   for (gchar ** source = source_list; *source; ++source)
   for (gchar ** m = list; *m; ++m) {
-    /* Both sources' drops: pcapsrc's kernel ring, afxdpsrc's queues. */
-    const gboolean xdp = g_str_equal (*source, "afxdpsrc");
     gchar *desc = g_strdup_printf ("%s name=src device=%s batch-size=%d batch-timeout=%d ! "
         "gpupacketproc name=proc mode=%s ! fakesink sync=false", *source, capture, batch_size,
         batch_timeout, *m);
@@ -229,10 +227,7 @@ main (int argc, char **argv)
     gchar *key50 = g_strdup_printf ("%s-latency-p50-ns", *m), *key99 = g_strdup_printf ("%s-latency-p99-ns", *m);
     const double us = 1e3;
     const guint64 captured = get_u64 (ss, "packets");
-    /* afxdpsrc: a frame lost to an empty fill ring is in rx-dropped already
-     * (rx-fill-ring-empty counts the times the ring was found empty). */
-    const guint64 dropped = xdp ? get_u64 (ss, "rx-dropped") + get_u64 (ss, "rx-ring-full") :
-        get_u64 (ss, "dropped");
+    const guint64 dropped = get_u64 (ss, "dropped");
     printf ("%-9s %-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
         G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n", *source, *m, inj.sent, captured,
         dropped, get_u64 (ps, "batches"),

@@ -197,6 +197,9 @@ gst_af_xdp_src_make_stats (GstAfXdpSrc * self)
       "batches", G_TYPE_UINT64, self->stats->batches,
       "bytes", G_TYPE_UINT64, self->stats->bytes,
       "discarded", G_TYPE_UINT64, self->stats->discarded + discarded,
+      /* Frames the kernel lost: a frame lost to an empty fill ring is in
+       * rx-dropped already (rx-fill-ring-empty counts times, not frames). */
+      "dropped", G_TYPE_UINT64, rx_dropped + ring_full,
       "rx-dropped", G_TYPE_UINT64, rx_dropped,
       "rx-invalid-descs", G_TYPE_UINT64, invalid,
       "rx-ring-full", G_TYPE_UINT64, ring_full,
@@ -639,6 +642,7 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) pushed; "
           "discarded (captured, never pushed: a stop, what arrived while PAUSED); "
+          "dropped (frames the kernel lost: rx-dropped + rx-ring-full); "
           "summed over the queues from XDP_STATISTICS: rx-dropped (dropped by the kernel: "
           "a frame too long for frame-size, or no free frame to receive into), "
           "rx-invalid-descs, rx-ring-full (frames dropped because the RX ring was full: the "

@@ -29,7 +29,7 @@ import time
 import livenet
 
 CYCLES = 200
-FIELDS = ("packets", "batches", "bytes", "discarded", "rx-dropped", "rx-invalid-descs",
+FIELDS = ("packets", "batches", "bytes", "discarded", "dropped", "rx-dropped", "rx-invalid-descs",
           "rx-ring-full", "rx-fill-ring-empty")
 failures = []
 

@@ -129,6 +129,9 @@ def check_stats(label, before, after, packets, queues, may_discard=0):
     check(f"{label}: no kernel drops at a gentle rate",
           kernel["rx-dropped"] == 0 and kernel["rx-ring-full"] == 0 and
           kernel["rx-invalid-descs"] == 0, str(kernel))
+    check(f"{label}: dropped == rx-dropped + rx-ring-full",
+          u64(before, "dropped") == kernel["rx-dropped"] + kernel["rx-ring-full"],
+          f"({u64(before, 'dropped')})")
     check(f"{label}: queues {queues}, native XDP, copy mode on a veth",
           before.get_uint("queues")[1] == queues and
           before.get_string("xdp-mode") == "native" and
