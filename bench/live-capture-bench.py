@@ -4,7 +4,8 @@ drops and costs in CPU a packet, and the highest drop-free rate.
 
   live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
                         [--sender xdp|tcpreplay] [--senders N] [--steps N]
-                        [--proc [MODE]] [--oversubscribe] [--build DIR] [--out DIR]
+                        [--proc ['MODE [PROP=VALUE...]']] [--oversubscribe]
+                        [--build DIR] [--out DIR]
 
 Two network namespaces joined by a veth pair (made again for each receiver,
 with as many queues as the receiver captures; always removed at the end).
@@ -374,7 +375,8 @@ class Bench:
 
     # ---- one receiver ----------------------------------------------------
     def receiver_argv(self, kind, props, cores, proc=None):
-        chain = ["!", "gpupacketproc", "mode=" + proc] if proc else []
+        # PROC: the mode, then any further properties ("persistent low-latency=true").
+        chain = ["!", "gpupacketproc", "mode=" + proc.split()[0]] + proc.split()[1:] if proc else []
         return ["ip", "netns", "exec", self.ns_rx, "taskset", "-c", cores, self.gst_launch, "-m",
                 kind, "device=" + self.rx] + props + ["stats-interval=%d" % STATS_INTERVAL_MS] + \
             chain + ["!", "fakesink"]
@@ -752,7 +754,9 @@ def main():
                    help="bisection steps of the drop-free search (default 6; --quick 2)")
     p.add_argument("--proc", nargs="?", const="cpu", metavar="MODE",
                    help="each receiver also as ... ! gpupacketproc mode=MODE ! fakesink "
-                   "(MODE cpu where not given), with ratios to the runs without it")
+                   "(MODE cpu where not given), with ratios to the runs without it; MODE "
+                   "may be followed by the element's properties, in one argument: "
+                   "--proc 'persistent low-latency=true'")
     p.add_argument("--napi-cores", action="store_true",
                    help="afxdpsrc receivers: the receiving veth's NAPI (the XDP program and "
                    "the copy into the UMEM) in kernel threads, one core each after the "

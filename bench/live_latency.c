@@ -9,7 +9,10 @@
  *
  *   gpupacket-live-latency --capture IF --inject IF [--rate PPS] [--seconds S]
  *       [--batch-size N] [--batch-timeout US] [--modes cpu,streams,...]
- *       [--sources pcapsrc,afxdpsrc] [--csv FILE]
+ *       [--sources pcapsrc,afxdpsrc] [--source-props PROPS] [--proc-props PROPS]
+ *       [--csv FILE]
+ * PROPS: further properties of the source or of gpupacketproc, as gst-launch
+ * takes them (e.g. --source-props busy-poll=true --sources afxdpsrc).
  */
 #define _DEFAULT_SOURCE /* the BSD types <pcap/pcap.h> uses */
 #include <gst/gst.h>
@@ -126,7 +129,7 @@ int
 main (int argc, char **argv)
 {
   gchar *capture = NULL, *inject = NULL, *modes = NULL, *sources = NULL;
-  gchar *csv = NULL;
+  gchar *csv = NULL, *source_props = NULL, *proc_props = NULL;
   gint rate = 20000, batch_size = 64, batch_timeout = 100;
   gdouble seconds = 3;
   GOptionEntry entries[] = {
@@ -141,6 +144,11 @@ main (int argc, char **argv)
     {"sources", 0, 0, G_OPTION_ARG_STRING, &sources,
         "live sources, comma-separated (default pcapsrc, and afxdpsrc where the plugin has it)",
         "LIST"},
+    {"source-props", 0, 0, G_OPTION_ARG_STRING, &source_props,
+        "further properties of every source (e.g. busy-poll=true with --sources afxdpsrc)",
+        "PROPS"},
+    {"proc-props", 0, 0, G_OPTION_ARG_STRING, &proc_props,
+        "further properties of gpupacketproc (e.g. low-latency=true)", "PROPS"},
     {"csv", 0, 0, G_OPTION_ARG_FILENAME, &csv, "also write the rows as CSV", "FILE"},
     {NULL}
   };
@@ -163,9 +171,12 @@ main (int argc, char **argv)
   if (out)
     fprintf (out, "source,mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
         "batches,capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
-        "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us\n");
+        "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us,source_props,"
+        "proc_props\n");
   printf ("capture-to-result latency, %d frames/s of 64 bytes, batch-size %d, batch-timeout %d us, "
-      "%.1f s per mode\n", rate, batch_size, batch_timeout, seconds);
+      "%.1f s per mode%s%s%s%s\n", rate, batch_size, batch_timeout, seconds,
+      source_props ? "; source " : "", source_props ? source_props : "",
+      proc_props ? "; gpupacketproc " : "", proc_props ? proc_props : "");
   printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s\n", "source", "mode", "sent",
       "captured", "dropped",
       "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99");
@@ -184,9 +195,9 @@ main (int argc, char **argv)
   gchar **source_list = g_strsplit (sources, ",", -1);
   for (gchar ** source = source_list; *source; ++source)
   for (gchar ** m = list; *m; ++m) {
-    gchar *desc = g_strdup_printf ("%s name=src device=%s batch-size=%d batch-timeout=%d ! "
-        "gpupacketproc name=proc mode=%s ! fakesink sync=false", *source, capture, batch_size,
-        batch_timeout, *m);
+    gchar *desc = g_strdup_printf ("%s name=src device=%s batch-size=%d batch-timeout=%d %s ! "
+        "gpupacketproc name=proc mode=%s %s ! fakesink sync=false", *source, capture, batch_size,
+        batch_timeout, source_props ? source_props : "", *m, proc_props ? proc_props : "");
     GstElement *pipe = gst_parse_launch (desc, &err);
     g_free (desc);
     if (!pipe || err) {         /* a missing element is a "recoverable" error: not here */
@@ -236,11 +247,12 @@ main (int argc, char **argv)
         get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, msg || inj.error ? "  (error)" : "");
     if (out)
       fprintf (out, "%s,%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", *source, *m, rate, batch_size,
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,\"%s\",\"%s\"\n", *source, *m, rate, batch_size,
           batch_timeout, inj.sent, captured, dropped, get_u64 (ps, "batches"),
           get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
           get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
-          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us);
+          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, source_props ? source_props : "",
+          proc_props ? proc_props : "");
     if (msg) {
       gst_message_parse_error (msg, &err, NULL);
       fprintf (stderr, "%s %s: %s\n", *source, *m, err->message);
@@ -274,5 +286,7 @@ main (int argc, char **argv)
   g_free (inject);
   g_free (modes);
   g_free (csv);
+  g_free (source_props);
+  g_free (proc_props);
   return status;
 }

@@ -547,11 +547,48 @@ void XdpCapture::pause() {
   wake_threads();
 }
 
+// Whether something take() waits for happened while a batch was being
+// built, spinning until it did, the batch was dropped, or `until_ns`.  A
+// sleeping thread wakes some 5-20 us after the notify on a VM, which a
+// busy-polling capture means to avoid; the wait is never longer than the
+// batch timeout and the queue's wait for room.
+bool XdpCapture::spin_for_batch(uint64_t until_ns) {
+  const uint64_t seen = signals_.load(std::memory_order_acquire);
+  for (uint32_t spins = 0; open_batches_.load(std::memory_order_acquire) > 0; ++spins) {
+    if (signals_.load(std::memory_order_acquire) != seen) return true;
+    if ((spins & 63) == 0 && monotonic_ns() >= until_ns) return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  return signals_.load(std::memory_order_acquire) != seen;
+}
+
 XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
+  const uint64_t until_ns = monotonic_ns() + wait_ns;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_for(lock, std::chrono::nanoseconds(wait_ns), [&] {
-        return interrupted_ || poked_ || !error_.empty() || !ready_.empty();
-      }) || (poked_ && ready_.empty() && !interrupted_ && error_.empty())) {
+  auto attention = [&] { return interrupted_ || poked_ || !error_.empty() || !ready_.empty(); };
+  if (busy_poll_) {
+    // Sleep until a batch opens (the queue's thread then says so), spin
+    // until it closes.
+    while (!attention()) {
+      const uint64_t now = monotonic_ns();
+      if (now >= until_ns) break;
+      if (open_batches_.load(std::memory_order_acquire) == 0) {
+        changed_.wait_for(lock, std::chrono::nanoseconds(until_ns - now), [&] {
+          return attention() || open_batches_.load(std::memory_order_acquire) > 0;
+        });
+        continue;
+      }
+      lock.unlock();
+      spin_for_batch(until_ns);
+      lock.lock();
+    }
+  }
+  const uint64_t now = monotonic_ns();
+  if (!changed_.wait_for(lock, std::chrono::nanoseconds(until_ns > now ? until_ns - now : 0),
+                         attention) ||
+      (poked_ && ready_.empty() && !interrupted_ && error_.empty())) {
     poked_ = false;
     return Take::Timeout;
   }
@@ -566,16 +603,21 @@ XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
   return Take::Failed;
 }
 
+void XdpCapture::signal_consumer() {
+  signals_.fetch_add(1, std::memory_order_release);
+  changed_.notify_all();
+}
+
 void XdpCapture::interrupt() {
   std::lock_guard<std::mutex> lock(mutex_);
   interrupted_ = true;
-  changed_.notify_all();
+  signal_consumer();
 }
 
 void XdpCapture::poke() {
   std::lock_guard<std::mutex> lock(mutex_);
   poked_ = true;
-  changed_.notify_all();
+  signal_consumer();
 }
 
 void XdpCapture::resume() {
@@ -605,7 +647,7 @@ void XdpCapture::fail(const std::string &why) {
   failed_ = true;
   std::lock_guard<std::mutex> lock(mutex_);
   if (error_.empty()) error_ = why;
-  changed_.notify_all();
+  signal_consumer();
 }
 
 std::vector<XdpQueueStats> XdpCapture::stats() const {
@@ -641,7 +683,7 @@ void XdpCapture::deliver(Queue &q) {
   uint8_t *dst = allocate_(size, &memory);
   if (!dst) {
     discarded_ += n;
-    q.release_held();
+    release(q);
     fail("no memory for a batch of " + std::to_string(size) + " bytes");
     return;
   }
@@ -673,7 +715,7 @@ void XdpCapture::deliver(Queue &q) {
   batch.last_capture_ns = q.held.back().ns;
   q.packets += n;
   q.bytes += q.held_bytes;
-  q.release_held();
+  q.release_held(); // still open (open_batches_) until queued or dropped below
   q.refill();
 
   std::unique_lock<std::mutex> lock(mutex_);
@@ -681,6 +723,7 @@ void XdpCapture::deliver(Queue &q) {
     return stopping_ || !running_ || q.epoch != epoch_ ||
            ready_.size() < kReadyPerQueue * queues_.size();
   });
+  open_batches_.fetch_sub(1, std::memory_order_release);
   if (stopping_ || !running_ || q.epoch != epoch_) {
     lock.unlock();
     discarded_ += n;
@@ -690,7 +733,14 @@ void XdpCapture::deliver(Queue &q) {
   batch.first_number = next_number_;
   for (uint32_t i = 0; i < n; ++i) descs[i].packet_number = next_number_++;
   ready_.push_back(batch);
-  changed_.notify_all();
+  signal_consumer();
+}
+
+// Drops the batch being built (its frames back to the free list).
+void XdpCapture::release(Queue &q) {
+  if (q.held.empty()) return;
+  q.release_held();
+  open_batches_.fetch_sub(1, std::memory_order_release);
 }
 
 void XdpCapture::run_queue(Queue &q) {
@@ -709,7 +759,7 @@ void XdpCapture::run_queue(Queue &q) {
   }
   if (!q.held.empty()) {
     discarded_ += q.held.size();
-    q.release_held();
+    release(q);
   }
 }
 
@@ -720,7 +770,7 @@ void XdpCapture::receive(Queue &q) {
     const bool running = running_ && !failed_;
     if (!q.held.empty() && (!running || q.epoch != epoch_)) {
       discarded_ += q.held.size();
-      q.release_held();
+      release(q);
     }
     // Preferred busy polling: this call runs the driver's receive processing.
     if (busy_poll_) recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
@@ -739,6 +789,11 @@ void XdpCapture::receive(Queue &q) {
         if (q.held.empty()) {
           q.start_ns = monotonic_ns();
           q.epoch = epoch_;
+          open_batches_.fetch_add(1, std::memory_order_release);
+          if (busy_poll_) { // a consumer asleep spins from here (take())
+            std::lock_guard<std::mutex> lock(mutex_);
+            changed_.notify_all();
+          }
         }
         // The frame's data starts at its offset: keep that address.
         q.held.push_back({xsk_umem__add_offset_to_addr(d->addr), d->len, now});

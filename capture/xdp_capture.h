@@ -104,6 +104,8 @@ public:
   enum class Take { Batch, Timeout, Interrupted, Failed };
   // The next closed batch, waiting at most `wait_ns`; Interrupted after
   // interrupt() (until resume()), Failed once a thread has failed (error()).
+  // With busy polling the caller spins while a batch is being built (it
+  // takes the batch the moment it closes) and sleeps otherwise.
   Take take(XdpBatch *batch, uint64_t wait_ns);
   void interrupt();
   void resume();
@@ -128,6 +130,9 @@ private:
   void run_queue(Queue &q);
   void receive(Queue &q);
   void deliver(Queue &q);
+  void release(Queue &q);
+  void signal_consumer(); // with mutex_ held
+  bool spin_for_batch(uint64_t until_ns);
   void fail(const std::string &why);
   void wake_threads();
 
@@ -145,6 +150,11 @@ private:
   std::atomic<bool> running_{false}, stopping_{false}, failed_{false};
   std::atomic<uint64_t> epoch_{0}; // counts pauses: a batch begun before one is dropped
   bool busy_poll_ = false;
+  // Batches being built (a queue's first frame taken, not yet queued or
+  // dropped), and a count of what take() waits for (a batch queued, an
+  // interrupt, a poke, a failure): with busy polling take() spins on them.
+  std::atomic<uint32_t> open_batches_{0};
+  std::atomic<uint64_t> signals_{0};
   std::atomic<uint64_t> discarded_{0};
   int wake_fd_ = -1; // eventfd: start/pause/stop end the threads' waits
 

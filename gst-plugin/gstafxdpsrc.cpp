@@ -617,8 +617,11 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
   g_object_class_install_property (gobject_class, PROP_BUSY_POLL,
       g_param_spec_boolean ("busy-poll", "Busy poll",
           "Preferred busy polling (SO_PREFER_BUSY_POLL): each queue's thread drives the "
-          "driver's receive processing when it waits, instead of interrupts (lower "
-          "latency and cost a packet at high rates, a busy core per queue)",
+          "driver's receive processing when it waits, instead of interrupts, and while a "
+          "batch is being built the queue's thread and the streaming thread spin instead "
+          "of sleeping, so the batch leaves at its deadline and is pushed at once (lower "
+          "latency, and lower cost a packet at high rates; up to a busy core per queue "
+          "and one for the streaming thread)",
           DEFAULT_BUSY_POLL, rw_ready));
   g_object_class_install_property (gobject_class, PROP_FRAME_SIZE,
       g_param_spec_uint ("frame-size", "Frame size",

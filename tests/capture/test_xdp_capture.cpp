@@ -190,12 +190,18 @@ template <typename Body> void in_own_namespace(Body body) {
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the capture in the namespace failed (its output is above)";
 }
 
-TEST(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
-  in_own_namespace([] {
+// Either way of waiting: sleeping (the default), and busy polling, where
+// take() spins while a batch is being built.
+class XdpCaptureLoopback : public ::testing::TestWithParam<bool> {};
+
+TEST_P(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
+  const bool busy_poll = GetParam();
+  in_own_namespace([busy_poll] {
     std::atomic<int> live{0};
     XdpSettings s;
     s.interface = "lo";
     s.queues = {0};
+    s.busy_poll = busy_poll;
     // The RX ring holds every burst sent below, however slow the thread
     // (AddressSanitizer): nothing is dropped for want of room.
     s.frame_count = 4096;
@@ -288,7 +294,12 @@ TEST(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
   });
 }
 
-TEST(XdpCaptureLoopback, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
+INSTANTIATE_TEST_SUITE_P(Waits, XdpCaptureLoopback, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool> &p) {
+                           return p.param ? "BusyPoll" : "Sleeping";
+                         });
+
+TEST(XdpCaptureCycles, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
   in_own_namespace([] {
     const auto count_fds = [] {
       int n = 0;

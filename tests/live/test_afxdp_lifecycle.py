@@ -4,7 +4,9 @@ queue (MTU livenet.XDP_MTU).
 
 (a) 200 PLAYING->NULL cycles (every tenth with traffic), PAUSED<->PLAYING
     (nothing delivered while PAUSED, what arrived then counted as discarded,
-    capture resuming) and EOS sent with send_event leave nothing behind: the
+    capture resuming), EOS sent with send_event and busy-poll=true runs (a
+    batch leaving at its timeout, NULL while the streaming thread spins on
+    an open batch) leave nothing behind: the
     process's open fds and threads return to their count before, and `ip -d
     link show` shows no XDP program on the interface after NULL (and one
     while PLAYING).
@@ -225,6 +227,38 @@ def lifecycle(Gst, tx_ns, tmp):
           livenet.xdp_attached(livenet.RX_IF) == "")
     now = settle_resources(baseline)
     check("EOS runs leave no fd or thread behind", now == baseline,
+          f"(fds, threads: {baseline} before, {now} after)")
+
+    # busy-poll=true: the streaming thread spins while a batch is being built.
+    # A batch leaves at its timeout (even rounds), and NULL while one is open
+    # (odd rounds, the spin in progress) returns at once.
+    busy = (f"afxdpsrc name=src device={livenet.RX_IF} batch-size=64 batch-timeout=300000 "
+            f"busy-poll=true stats-interval=600000 ! fakesink")
+    problems = []
+    for i in range(10):
+        pipeline = Gst.parse_launch(busy)
+        src = pipeline.get_by_name("src")
+        recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+        pipeline.set_state(Gst.State.PLAYING)
+        started(Gst, pipeline)
+        t0 = time.monotonic()
+        livenet.replay(tx_ns, one, "--topspeed")
+        if i % 2 == 0:
+            if not recorder.wait_for(lambda b: len(b) >= 1, 5):
+                problems.append(f"round {i}: the batch never left")
+            elif time.monotonic() - t0 < 0.25:
+                problems.append(f"round {i}: the batch left before its timeout")
+        else:
+            time.sleep(0.05)
+            t0 = time.monotonic()
+        pipeline.set_state(Gst.State.NULL)
+        if time.monotonic() - t0 > 1:
+            problems.append(f"round {i}: NULL took {time.monotonic() - t0:.2f} s")
+        del pipeline, src, recorder
+    check("busy-poll=true x10: a batch leaves at its timeout; NULL with a batch open "
+          "returns at once", not problems, "; ".join(problems[:3]))
+    now = settle_resources(baseline)
+    check("busy-poll runs leave no fd or thread behind", now == baseline,
           f"(fds, threads: {baseline} before, {now} after)")
 
 
