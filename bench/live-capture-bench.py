@@ -256,6 +256,18 @@ class Bench:
             cores.append(core)
         return ",".join(map(str, sorted(set(cores))))
 
+    def steer_rps(self, core):
+        """Steers the receiving veth's receive processing (for pcapsrc: the
+        packet socket's copy) to CORE with RPS, as a NIC queue's interrupt
+        core would run it; without it that work runs on every sending core."""
+        mask = "%x" % (1 << core)
+        r = self.sh(["ip", "netns", "exec", self.ns_rx, "sh", "-c",
+                     "echo %s > /sys/class/net/%s/queues/rx-0/rps_cpus" % (mask, self.rx)],
+                    check=False)
+        if r.returncode != 0:
+            raise RuntimeError("--napi-cores: RPS refused: " + r.stdout.strip())
+        return str(core)
+
     def cleanup(self):
         for p in self.children:
             if p.poll() is None:
@@ -421,6 +433,9 @@ class Bench:
                 if not pinned:
                     raise RuntimeError("--napi-cores: no NAPI thread of %s found" % self.rx)
                 row["note"] = "NAPI threads on core(s) %s" % pinned
+            elif self.args.napi_cores and kind == "pcapsrc":
+                first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
+                row["note"] = "receive path (RPS) on core %s" % self.steer_rps(first)
             stats0 = receiver.wait_settled(1.0)
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
             row.update(top)
@@ -676,10 +691,12 @@ def report(bench, args):
              "%d tcpreplay process(es)" % len(bench.sender_cores),
              ",".join(map(str, bench.sender_cores)), bench.sender_why, args.packets,
              args.duration, args.step_duration, args.steps),
-          "- **receiving NAPI** (afxdpsrc): " + (
-              "threaded (`/sys/class/net/RX/threaded`), a core per queue after the receiver's "
-              "(--napi-cores)" if args.napi_cores else
-              "in the softirq of the sending cores (veth's default)"),
+          "- **kernel receive work**: " + (
+              "afxdpsrc's NAPI threaded (`/sys/class/net/RX/threaded`), a core per queue after "
+              "the receiver's; pcapsrc's receive path steered by RPS to the core after the "
+              "receiver's (--napi-cores: each as a NIC queue's interrupt core)"
+              if args.napi_cores else
+              "in the softirq of the sending cores (veth's default), for both sources"),
           "- **pipeline**: `... ! fakesink`" + (
               "; then each receiver again as `... ! gpupacketproc mode=%s ! fakesink` (the rows "
               "that name it)" % args.proc if args.proc else ""),
@@ -758,10 +775,11 @@ def main():
                    "may be followed by the element's properties, in one argument: "
                    "--proc 'persistent low-latency=true'")
     p.add_argument("--napi-cores", action="store_true",
-                   help="afxdpsrc receivers: the receiving veth's NAPI (the XDP program and "
-                   "the copy into the UMEM) in kernel threads, one core each after the "
-                   "receiver's, as a NIC queue's interrupt core (default: NAPI in the senders' "
-                   "softirq)")
+                   help="the kernel's receive work on cores of its own after the receiver's, "
+                   "as a NIC queue's interrupt core: afxdpsrc's veth NAPI (the XDP program and "
+                   "the copy into the UMEM) in kernel threads, one core a queue; pcapsrc's "
+                   "receive path (the packet socket's copy) steered to one core by RPS "
+                   "(default: both in the senders' softirq)")
     p.add_argument("--oversubscribe", action="store_true",
                    help="run afxdpsrc queue counts that leave no core for the sender")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"),
