@@ -195,6 +195,7 @@ class Bench:
         self.rows = []
         self.failed = []
         self.queues = None
+        self.napi_pids = []     # the receiving veth's NAPI threads (--napi-cores)
         self.sender = args.sender       # "xdp" or "tcpreplay" once chosen
         self.sender_why = ""
         self.xdp_send = os.path.abspath(os.path.join(args.build, "bench", "gpupacket-xdp-send"))
@@ -249,12 +250,18 @@ class Bench:
         prefix = ("napi/" + self.rx + "-")[:15]
         pids = sorted(int(line.split()[0]) for line in out.splitlines()
                       if len(line.split()) == 2 and line.split()[1].startswith(prefix))
+        self.napi_pids = pids
         cores = []
         for i, pid in enumerate(pids):
             core = first_core + i % max(1, queues)
             self.sh(["taskset", "-pc", str(core), str(pid)], check=False)
             cores.append(core)
         return ",".join(map(str, sorted(set(cores))))
+
+    def napi_seconds(self):
+        """CPU seconds of the NAPI threads pin_napi() pinned (kernel receive
+        work outside softirq accounting); 0 without them."""
+        return sum(proc_cpu_seconds(pid) or 0.0 for pid in self.napi_pids)
 
     def steer_rps(self, core):
         """Steers the receiving veth's receive processing (for pcapsrc: the
@@ -396,11 +403,11 @@ class Bench:
     def measure(self, stats0, receiver, kind, pps, duration):
         """One sending run with the receiver running: deltas of its stats."""
         cpu0 = proc_cpu_seconds(receiver.proc.pid)
-        sirq0 = softirq_seconds()
+        sirq0 = softirq_seconds() + self.napi_seconds()
         sent, seconds, sender_cpu, extra = self.send(pps, duration)
         stats = receiver.wait_settled()
         cpu1 = proc_cpu_seconds(receiver.proc.pid)
-        sirq1 = softirq_seconds()
+        sirq1 = softirq_seconds() + self.napi_seconds()
         captured = stats["packets"] - stats0["packets"]
         dropped = drops_of(kind, stats) - drops_of(kind, stats0)
         missing = max(0, sent - captured)
@@ -418,6 +425,7 @@ class Bench:
     def run_receiver(self, name, kind, props, queues, rx_cores, proc=None):
         name = with_proc(name, proc)
         self.make_veth(queues)
+        self.napi_pids = []
         argv = self.receiver_argv(kind, props, rx_cores, proc)
         self.commands.append(("receiver " + name, quote(argv)))
         receiver = Receiver(argv, os.path.join(self.out, "receiver-%s.log" % re.sub(r"\W+", "-", name)))
@@ -717,7 +725,8 @@ def report(bench, args):
            "the two over sent.",
            "- *rx CPU ns/pkt*: user + system time of the receiving process (/proc/PID/stat, all "
            "its threads) over the run, a captured packet. *rx+softirq*: plus the machine's "
-           "softirq time (/proc/stat) over the run. On veth the receive softirq runs on the "
+           "softirq time (/proc/stat) over the run, and with --napi-cores the NAPI threads' "
+           "time (/proc/PID/stat). On veth the receive softirq runs on the "
            "sender's core and the figure includes the sender's own transmit softirq too: it "
            "bounds the kernel's part from above.",
            "- *drop-free kpps*: the highest rate the senders achieved (their --pps, split "
