@@ -868,28 +868,36 @@ GPP_HOST_DEVICE inline bool find_udp_tunnel(const Packet &pkt, const CoreConfig 
       return false;
     }
     if (g[1] != 0xff) return false; // echo, error indication, end marker: no packet inside
+    // GTP's length counts the bytes after its first 8: its optional fields,
+    // extension headers and the T-PDU, which is read within it.
+    const uint32_t gtp_end = h + 8 + load_be16(g + 2);
+    if (gtp_end > declared_end) {
+      r.status |= GPP_STATUS_BAD_TUNNEL;
+      return false;
+    }
+    in.end = gtp_end;
     uint32_t length = 8;
     if (g[0] & 0x07) { // sequence number, N-PDU number and next extension type follow
       length = 12;
-      if (!tunnel_header_fits(pkt, h + length, declared_end, r)) return false;
+      if (!tunnel_header_fits(pkt, h + length, gtp_end, r)) return false;
       uint8_t next = (g[0] & 0x04) ? g[11] : 0; // read only with the E flag (TS 29.281 5.1)
       for (int walked = 0; next != 0; ++walked) {
         if (walked == kMaxGtpExtensionHeaders) {
           r.status |= GPP_STATUS_UNKNOWN_TUNNEL;
           return false;
         }
-        if (!tunnel_header_fits(pkt, h + length + 1, declared_end, r)) return false;
+        if (!tunnel_header_fits(pkt, h + length + 1, gtp_end, r)) return false;
         const uint32_t ext = pkt.bytes[h + length] * 4u; // in 4-byte units, its last byte names the next
         if (ext == 0) {
           r.status |= GPP_STATUS_BAD_TUNNEL;
           return false;
         }
-        if (!tunnel_header_fits(pkt, h + length + ext, declared_end, r)) return false;
+        if (!tunnel_header_fits(pkt, h + length + ext, gtp_end, r)) return false;
         next = pkt.bytes[h + length + ext - 1];
         length += ext;
       }
     }
-    if (!tunnel_header_fits(pkt, h + length + 1, declared_end, r)) return false;
+    if (!tunnel_header_fits(pkt, h + length + 1, gtp_end, r)) return false;
     const uint8_t nibble = pkt.bytes[h + length] >> 4;
     if (nibble != 4 && nibble != 6) { // an Ethernet or PPP PDU session
       r.status |= GPP_STATUS_UNKNOWN_TUNNEL;

@@ -755,6 +755,36 @@ TEST(TunnelLengths, GtpExtensionHeaders) {
                  GPP_STATUS_UNKNOWN_TUNNEL);
 }
 
+TEST(TunnelLengths, GtpLength) {
+  // GTP's length field counts what follows its first 8 bytes.
+  const Inner in = tcp4();
+  GtpSpec g;
+  g.extensions = {{0x85, {0x00, 0x09}}};
+  const Bytes good = gtp(g, in.ip());
+  const uint32_t after = static_cast<uint32_t>(good.size()) - 8;
+  for (const auto &[length, name, header_bytes] :
+       {std::tuple{after + 1, "gtp length past the datagram", 42u + 8u},
+        std::tuple{4u + 3u, "gtp length inside its extension header", 42u + 12u + 1u},
+        std::tuple{4u + 4u, "gtp length ending before the t-pdu", 42u + 16u}}) {
+    Bytes payload = good;
+    payload[2] = static_cast<uint8_t>(length >> 8);
+    payload[3] = static_cast<uint8_t>(length);
+    expect_refused(crafted(name, udp4_frame(kPortGtpU, kPortGtpU, payload), header_bytes),
+                   GPP_STATUS_BAD_TUNNEL);
+  }
+  // Shorter than the datagram: the inner packet is read within GTP's length
+  // (here 10 bytes into its TCP payload), as if cut there on the wire.
+  Bytes payload = good;
+  payload[2] = static_cast<uint8_t>((after - 10) >> 8);
+  payload[3] = static_cast<uint8_t>(after - 10);
+  const Bytes frame = udp4_frame(kPortGtpU, kPortGtpU, payload);
+  const uint32_t at = tail_offset(frame, in.ip());
+  const Walk w = walk(crafted("gtp length inside the t-pdu", frame, at + 40));
+  EXPECT_EQ("", differs_from_bare(w.r, alone(in.frame, in.frame.size() - 10), at - 14));
+  EXPECT_EQ(GPP_STATUS_BAD_IP_LENGTH, w.r.status);
+  expect_tunnel(w.t, {GPP_TUNNEL_GTPU}, g.teid, over_udp4(kPortGtpU, kPortGtpU));
+}
+
 TEST(TunnelLengths, PppoeLength) {
   const Inner v4 = tcp4();
   const int real = 2 + static_cast<int>(v4.ip().size());
