@@ -32,7 +32,9 @@
 # veth pair between two network namespaces, senders on the other cores
 # (gpupacket-xdp-send where built, else tcpreplay); needs root (skipped
 # otherwise), its report in $OUT/live-capture; LIVE_CAPTURE_ARGS adds options
-# (e.g. --proc persistent --duration 3 --steps 5: about 2.5 minutes).
+# (e.g. --proc persistent --duration 3 --steps 5: about 2.5 minutes; --napi-cores
+# --senders 4: each source's kernel receive work on one core, as behind one
+# NIC queue).
 # On the lent host one command may run 10 minutes: run suite-parity,
 # suite-checks and the bench's pieces apart (suite took 559 s on 2026-12-03; peers
 # 137 s, and the full realistic grid after them did not finish within 330 s:
@@ -126,6 +128,13 @@ GPP_GPU_MODES_SWAP_REALISTIC=1 run swap-realistic $BUILD/tests/gpu/test-gpu-mode
 command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
 TAIL=9 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
   run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
+# The same with the lowest-latency settings (threads spinning, results pushed
+# by the thread that processed them), where the build has afxdpsrc.
+if gst-inspect-1.0 afxdpsrc > /dev/null 2>&1; then
+  TAIL=7 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
+    run live-latency-spin sh bench/live-latency.sh --rate 20000 --seconds 2 --sources afxdpsrc \
+    --source-props busy-poll=true --proc-props low-latency=true --csv "$OUT/live-latency-spin.csv"
+fi
 fi
 if want suite-checks; then
 run memcheck-parity $san --tool memcheck --leak-check full $BUILD/tests/gpu/test-gpu-parity "$pcaps" --quick
