@@ -266,12 +266,17 @@ class Bench:
     def steer_rps(self, core):
         """Steers the receiving veth's receive processing (for pcapsrc: the
         packet socket's copy) to CORE with RPS, as a NIC queue's interrupt
-        core would run it; without it that work runs on every sending core."""
-        mask = "%x" % (1 << core)
+        core would run it; without it that work runs on every sending core.
+        CORE None turns RPS off again (the veth may serve the next receiver)."""
+        bits = 0 if core is None else 1 << core
+        # rps_cpus: 32-bit groups in hex, most significant first, comma-separated.
+        groups = ["%08x" % ((bits >> (32 * i)) & 0xffffffff)
+                  for i in reversed(range(max(1, ((os.cpu_count() or 1) + 31) // 32)))]
+        mask = ",".join(groups)
         r = self.sh(["ip", "netns", "exec", self.ns_rx, "sh", "-c",
                      "echo %s > /sys/class/net/%s/queues/rx-0/rps_cpus" % (mask, self.rx)],
                     check=False)
-        if r.returncode != 0:
+        if r.returncode != 0 and core is not None:
             raise RuntimeError("--napi-cores: RPS refused: " + r.stdout.strip())
         return str(core)
 
@@ -436,6 +441,7 @@ class Bench:
                 raise RuntimeError("no stats from the receiver within 15 s: %s" %
                                    " | ".join(receiver.errors[-3:]) or "see receiver log")
             if self.args.napi_cores and kind == "afxdpsrc":
+                self.steer_rps(None) # a pcapsrc row before may have set it on this veth
                 first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
                 pinned = self.pin_napi(first, queues)
                 if not pinned:
@@ -726,7 +732,8 @@ def report(bench, args):
            "- *rx CPU ns/pkt*: user + system time of the receiving process (/proc/PID/stat, all "
            "its threads) over the run, a captured packet. *rx+softirq*: plus the machine's "
            "softirq time (/proc/stat) over the run, and with --napi-cores the NAPI threads' "
-           "time (/proc/PID/stat). On veth the receive softirq runs on the "
+           "time (/proc/PID/stat; a kernel without CONFIG_IRQ_TIME_ACCOUNTING may count "
+           "softirq work done in those threads in both). On veth the receive softirq runs on the "
            "sender's core and the figure includes the sender's own transmit softirq too: it "
            "bounds the kernel's part from above.",
            "- *drop-free kpps*: the highest rate the senders achieved (their --pps, split "
@@ -801,6 +808,8 @@ def main():
             raise ValueError
     except ValueError:
         p.error("--queues: a comma-separated list of counts >= 1")
+    if args.proc is not None and not args.proc.split():
+        p.error("--proc: a mode, then any properties ('persistent low-latency=true')")
     if args.duration is None:
         args.duration = 1.0 if args.quick else 5.0
     if args.steps is None:

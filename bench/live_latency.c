@@ -116,6 +116,18 @@ inject_thread (gpointer data)
   return NULL;
 }
 
+/* TEXT as a CSV field: quoted, its quotes doubled (properties may hold them). */
+static gchar *
+csv_field (const gchar * text)
+{
+  gchar **parts = g_strsplit (text ? text : "", "\"", -1);
+  gchar *doubled = g_strjoinv ("\"\"", parts);
+  gchar *field = g_strdup_printf ("\"%s\"", doubled);
+  g_strfreev (parts);
+  g_free (doubled);
+  return field;
+}
+
 static guint64
 get_u64 (const GstStructure * s, const char *field)
 {
@@ -191,6 +203,7 @@ main (int argc, char **argv)
     if (afxdp)
       gst_object_unref (afxdp);
   }
+  gchar *source_field = csv_field (source_props), *proc_field = csv_field (proc_props);
   gchar **list = g_strsplit (modes, ",", -1);
   gchar **source_list = g_strsplit (sources, ",", -1);
   for (gchar ** source = source_list; *source; ++source)
@@ -247,12 +260,11 @@ main (int argc, char **argv)
         get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, msg || inj.error ? "  (error)" : "");
     if (out)
       fprintf (out, "%s,%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,\"%s\",\"%s\"\n", *source, *m, rate, batch_size,
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%s,%s\n", *source, *m, rate, batch_size,
           batch_timeout, inj.sent, captured, dropped, get_u64 (ps, "batches"),
           get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
           get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
-          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, source_props ? source_props : "",
-          proc_props ? proc_props : "");
+          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, source_field, proc_field);
     if (msg) {
       gst_message_parse_error (msg, &err, NULL);
       fprintf (stderr, "%s %s: %s\n", *source, *m, err->message);
@@ -288,5 +300,7 @@ main (int argc, char **argv)
   g_free (csv);
   g_free (source_props);
   g_free (proc_props);
+  g_free (source_field);
+  g_free (proc_field);
   return status;
 }

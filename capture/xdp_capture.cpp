@@ -8,6 +8,7 @@
 #include <linux/if_xdp.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -547,18 +548,23 @@ void XdpCapture::pause() {
   wake_threads();
 }
 
-// Whether something take() waits for happened while a batch was being
-// built, spinning until it did, the batch was dropped, or `until_ns`.  A
-// sleeping thread wakes some 5-20 us after the notify on a VM, which a
-// busy-polling capture means to avoid; the wait is never longer than the
-// batch timeout and the queue's wait for room.
-bool XdpCapture::spin_for_batch(uint64_t until_ns) {
-  const uint64_t seen = signals_.load(std::memory_order_acquire);
-  for (uint32_t spins = 0; open_batches_.load(std::memory_order_acquire) > 0; ++spins) {
+// Whether something take() waits for happened (signals_ moved on from
+// `seen`, read with the mutex held) while a batch was being built, spinning
+// until it did, the batch was dropped, or `until_ns`.  A sleeping thread
+// wakes some 5-20 us after the notify on a VM, which a busy-polling capture
+// means to avoid.  The spin yields now and then: a queue's thread pinned to
+// the same core then gets to close its batch.
+bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
+  for (uint32_t spins = 1; open_batches_.load() > 0; ++spins) {
     if (signals_.load(std::memory_order_acquire) != seen) return true;
-    if ((spins & 63) == 0 && monotonic_ns() >= until_ns) return false;
+    if ((spins & 63) == 0) {
+      if (monotonic_ns() >= until_ns) return false;
+      if ((spins & 1023) == 0) sched_yield();
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
 #endif
   }
   return signals_.load(std::memory_order_acquire) != seen;
@@ -574,14 +580,21 @@ XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
     while (!attention()) {
       const uint64_t now = monotonic_ns();
       if (now >= until_ns) break;
-      if (open_batches_.load(std::memory_order_acquire) == 0) {
-        changed_.wait_for(lock, std::chrono::nanoseconds(until_ns - now), [&] {
-          return attention() || open_batches_.load(std::memory_order_acquire) > 0;
-        });
+      if (open_batches_.load() == 0) {
+        // Sequentially consistent with the queue's thread, which counts the
+        // batch, then looks at this flag: either it sees the flag and
+        // notifies, or the predicate here sees the batch.
+        consumer_asleep_.store(true);
+        changed_.wait_for(lock, std::chrono::nanoseconds(until_ns - now),
+                          [&] { return attention() || open_batches_.load() > 0; });
+        consumer_asleep_.store(false);
         continue;
       }
+      // Read before the mutex is let go: whatever take() has not seen in
+      // attention() moves signals_ on from here.
+      const uint64_t seen = signals_.load(std::memory_order_acquire);
       lock.unlock();
-      spin_for_batch(until_ns);
+      spin_for_batch(seen, until_ns);
       lock.lock();
     }
   }
@@ -723,7 +736,7 @@ void XdpCapture::deliver(Queue &q) {
     return stopping_ || !running_ || q.epoch != epoch_ ||
            ready_.size() < kReadyPerQueue * queues_.size();
   });
-  open_batches_.fetch_sub(1, std::memory_order_release);
+  open_batches_.fetch_sub(1);
   if (stopping_ || !running_ || q.epoch != epoch_) {
     lock.unlock();
     discarded_ += n;
@@ -740,7 +753,7 @@ void XdpCapture::deliver(Queue &q) {
 void XdpCapture::release(Queue &q) {
   if (q.held.empty()) return;
   q.release_held();
-  open_batches_.fetch_sub(1, std::memory_order_release);
+  open_batches_.fetch_sub(1);
 }
 
 void XdpCapture::run_queue(Queue &q) {
@@ -786,18 +799,21 @@ void XdpCapture::receive(Queue &q) {
           ++discarded_;
           continue;
         }
-        if (q.held.empty()) {
+        const bool opens = q.held.empty();
+        if (opens) {
           q.start_ns = monotonic_ns();
           q.epoch = epoch_;
-          open_batches_.fetch_add(1, std::memory_order_release);
-          if (busy_poll_) { // a consumer asleep spins from here (take())
-            std::lock_guard<std::mutex> lock(mutex_);
-            changed_.notify_all();
-          }
         }
         // The frame's data starts at its offset: keep that address.
         q.held.push_back({xsk_umem__add_offset_to_addr(d->addr), d->len, now});
         q.held_bytes += d->len;
+        if (opens) {
+          open_batches_.fetch_add(1);
+          if (busy_poll_ && consumer_asleep_.load()) { // it spins from here (take())
+            std::lock_guard<std::mutex> lock(mutex_);
+            changed_.notify_all();
+          }
+        }
         if (q.held.size() >= limit || q.held.size() >= q.hold_limit ||
             gpp_batch_size(q.held.size() + 1, q.held_bytes + q.held.size() * GPP_PACKET_ALIGN +
                                                   q.frame_size) > capacity_)

@@ -132,7 +132,7 @@ private:
   void deliver(Queue &q);
   void release(Queue &q);
   void signal_consumer(); // with mutex_ held
-  bool spin_for_batch(uint64_t until_ns);
+  bool spin_for_batch(uint64_t seen, uint64_t until_ns);
   void fail(const std::string &why);
   void wake_threads();
 
@@ -155,6 +155,7 @@ private:
   // interrupt, a poke, a failure): with busy polling take() spins on them.
   std::atomic<uint32_t> open_batches_{0};
   std::atomic<uint64_t> signals_{0};
+  std::atomic<bool> consumer_asleep_{false}; // take() waits for a batch to open
   std::atomic<uint64_t> discarded_{0};
   int wake_fd_ = -1; // eventfd: start/pause/stop end the threads' waits
 

@@ -276,7 +276,14 @@ TEST_P(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
       cap->pause();
       cap->start();
       cap->set_batch_limits(256, 1000000);
+      // With no batch being built the consumer sleeps, busy polling or not
+      // (a batch counted open after the pause dropped it would keep it spinning).
+      timespec cpu0{}, cpu1{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu0);
       EXPECT_EQ(cap->take(&b, 300000000), XdpCapture::Take::Timeout);
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu1);
+      const double cpu_ms = (cpu1.tv_sec - cpu0.tv_sec) * 1e3 + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e6;
+      EXPECT_LT(cpu_ms, 100.0) << "take() spun through a 300 ms wait with nothing being built";
 
       // interrupt() ends a take at once, resume() lets it wait again.
       cap->interrupt();
