@@ -63,6 +63,7 @@ std::string short_error(const std::string &e);
 
 struct Bandwidth {
   double h2d = kNaN, d2h = kNaN; // GB/s (1e9 bytes/s), median of single copies
+  double h2d_both = kNaN, d2h_both = kNaN; // each way while the other runs (16 MiB and up)
 };
 
 struct Run {

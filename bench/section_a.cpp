@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_cuda.h"
@@ -50,6 +51,13 @@ void measure_bandwidth(Run &run, const std::vector<size_t> &extra_sizes) {
   GPP_CUDA_TRY(cudaMemset(device.get(), 0, max_size));
   gpp::Stream stream;
   gpp::Event start(cudaEventDefault), stop(cudaEventDefault);
+  // Both ways at once (a copy mode moves batches in while records go out):
+  // a second pair of buffers and a stream of its own for the D2H copies.
+  gpp::PinnedMemory host_back(max_size, cudaHostAllocPortable);
+  gpp::DeviceMemory device_back(max_size);
+  GPP_CUDA_TRY(cudaMemset(device_back.get(), 0, max_size));
+  gpp::Stream back_stream;
+  gpp::Event back_stop(cudaEventDefault);
 
   auto time_copies = [&](size_t size, cudaMemcpyKind kind, int copies) {
     GPP_CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
@@ -66,7 +74,42 @@ void measure_bandwidth(Run &run, const std::vector<size_t> &extra_sizes) {
     return ms > 0 ? static_cast<double>(size) * copies / (ms * 1e-3) / 1e9 : kNaN;
   };
 
+  // COPIES back-to-back copies of SIZE each way, both streams released by one
+  // event: each direction's GB/s from that event to its last copy.
+  auto time_both_ways = [&](size_t size, int copies) {
+    GPP_CUDA_TRY(cudaEventRecord(start.get(), stream.get()));
+    GPP_CUDA_TRY(cudaStreamWaitEvent(back_stream.get(), start.get(), 0));
+    for (int c = 0; c < copies; ++c) {
+      GPP_CUDA_TRY(cudaMemcpyAsync(device.get(), host.get(), size, cudaMemcpyHostToDevice,
+                                   stream.get()));
+      GPP_CUDA_TRY(cudaMemcpyAsync(host_back.get(), device_back.get(), size,
+                                   cudaMemcpyDeviceToHost, back_stream.get()));
+    }
+    GPP_CUDA_TRY(cudaEventRecord(stop.get(), stream.get()));
+    GPP_CUDA_TRY(cudaEventRecord(back_stop.get(), back_stream.get()));
+    wait_event_bounded(stop.get(), 30, "pinned copy both ways");
+    wait_event_bounded(back_stop.get(), 30, "pinned copy both ways");
+    float in_ms = 0, out_ms = 0;
+    GPP_CUDA_TRY(cudaEventElapsedTime(&in_ms, start.get(), stop.get()));
+    GPP_CUDA_TRY(cudaEventElapsedTime(&out_ms, start.get(), back_stop.get()));
+    const double bytes = static_cast<double>(size) * copies;
+    return std::pair<double, double>{in_ms > 0 ? bytes / (in_ms * 1e-3) / 1e9 : kNaN,
+                                     out_ms > 0 ? bytes / (out_ms * 1e-3) / 1e9 : kNaN};
+  };
+
   for (size_t size : sizes) {
+    if (size >= (16u << 20)) {
+      const int copies = std::max<int>(4, static_cast<int>((1024u << 20) / size));
+      time_both_ways(size, 2);
+      std::vector<double> in, out;
+      for (int r = 0; r < (run.opt.quick ? 3 : 7); ++r) {
+        const auto both = time_both_ways(size, copies);
+        in.push_back(both.first);
+        out.push_back(both.second);
+      }
+      run.bandwidth[size].h2d_both = median(in);
+      run.bandwidth[size].d2h_both = median(out);
+    }
     int repeats = size <= (64u << 10) ? 300 : size <= (1u << 20) ? 100 : size <= (16u << 20) ? 30 : 10;
     if (run.opt.quick) repeats = std::max(3, repeats / 5);
     for (cudaMemcpyKind kind : {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost}) {
@@ -91,7 +134,7 @@ void measure_bandwidth(Run &run, const std::vector<size_t> &extra_sizes) {
   t.id = "A-bandwidth";
   t.title = "A. Pinned copy bandwidth (cudaMemcpyAsync, one copy timed with CUDA events, median)";
   t.header = {"size", "H2D GB/s", "DESIGN H2D", "H2D/DESIGN", "D2H GB/s", "DESIGN D2H",
-              "H2D back-to-back GB/s"};
+              "H2D back-to-back GB/s", "both ways at once: H2D / D2H GB/s"};
   for (size_t size : sizes) {
     const Bandwidth &b = run.bandwidth[size];
     const double ref = design_h2d(size);
@@ -100,7 +143,14 @@ void measure_bandwidth(Run &run, const std::vector<size_t> &extra_sizes) {
     t.rows.push_back({fmt_bytes(size) + (extra ? " (batch)" : ""), fmt(b.h2d, 1), fmt(ref, 1),
                       std::isnan(ref) ? "-" : fmt(b.h2d / ref, 2) + "x", fmt(b.d2h, 1),
                       fmt(design_d2h(size), 1),
-                      sustained == run.h2d_sustained.end() ? "-" : fmt(sustained->second, 1)});
+                      sustained == run.h2d_sustained.end() ? "-" : fmt(sustained->second, 1),
+                      std::isnan(b.h2d_both) ? "-" : fmt(b.h2d_both, 1) + " / " + fmt(b.d2h_both, 1)});
+    if (!std::isnan(b.h2d_both)) {
+      run.csv("A", "pinned-copy", "", "", "", 0, 0, "h2d_both_ways_gbps@" + std::to_string(size),
+              b.h2d_both, "GB/s");
+      run.csv("A", "pinned-copy", "", "", "", 0, 0, "d2h_both_ways_gbps@" + std::to_string(size),
+              b.d2h_both, "GB/s");
+    }
     run.csv("A", "pinned-copy", "", "", "", 0, 0, "h2d_gbps@" + std::to_string(size), b.h2d, "GB/s");
     run.csv("A", "pinned-copy", "", "", "", 0, 0, "d2h_gbps@" + std::to_string(size), b.d2h, "GB/s");
     if (sustained != run.h2d_sustained.end())
@@ -111,6 +161,9 @@ void measure_bandwidth(Run &run, const std::vector<size_t> &extra_sizes) {
                     "46-48, shown as 47).");
   t.notes.push_back("(batch) rows are the sizes of the 4096-packet throughput batches; the 1500-byte "
                     "target compares against them.");
+  t.notes.push_back("Both ways at once (16 MiB and up): back-to-back H2D copies on one stream and "
+                    "D2H copies on another, released together, each direction's GB/s over its own "
+                    "span: what a copy mode's batches in and records out share.");
   run.report.add_table(t);
 }
 
