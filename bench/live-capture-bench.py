@@ -196,6 +196,7 @@ class Bench:
         self.failed = []
         self.queues = None
         self.napi_pids = []     # the receiving veth's NAPI threads (--napi-cores)
+        self.drop_free = {}     # receiver (without --proc) -> its drop-free pps
         self.sender = args.sender       # "xdp" or "tcpreplay" once chosen
         self.sender_why = ""
         self.xdp_send = os.path.abspath(os.path.join(args.build, "bench", "gpupacket-xdp-send"))
@@ -253,7 +254,7 @@ class Bench:
         self.napi_pids = pids
         cores = []
         for i, pid in enumerate(pids):
-            core = first_core + i % max(1, queues)
+            core = (first_core + i % max(1, queues)) % (os.cpu_count() or 1)
             self.sh(["taskset", "-pc", str(core), str(pid)], check=False)
             cores.append(core)
         return ",".join(map(str, sorted(set(cores))))
@@ -268,10 +269,13 @@ class Bench:
         packet socket's copy) to CORE with RPS, as a NIC queue's interrupt
         core would run it; without it that work runs on every sending core.
         CORE None turns RPS off again (the veth may serve the next receiver)."""
+        ncpu = os.cpu_count() or 1
+        if core is not None:
+            core %= ncpu # --oversubscribe on a small machine: wrap around
         bits = 0 if core is None else 1 << core
         # rps_cpus: 32-bit groups in hex, most significant first, comma-separated.
         groups = ["%08x" % ((bits >> (32 * i)) & 0xffffffff)
-                  for i in reversed(range(max(1, ((os.cpu_count() or 1) + 31) // 32)))]
+                  for i in reversed(range(max(1, (ncpu + 31) // 32)))]
         mask = ",".join(groups)
         r = self.sh(["ip", "netns", "exec", self.ns_rx, "sh", "-c",
                      "echo %s > /sys/class/net/%s/queues/rx-0/rps_cpus" % (mask, self.rx)],
@@ -428,6 +432,7 @@ class Bench:
                 "sender_note": self.sender_note(extra)}, stats
 
     def run_receiver(self, name, kind, props, queues, rx_cores, proc=None):
+        alone = name
         name = with_proc(name, proc)
         self.make_veth(queues)
         self.napi_pids = []
@@ -451,6 +456,18 @@ class Bench:
                 first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
                 row["note"] = "receive path (RPS) on core %s" % self.steer_rps(first)
             stats0 = receiver.wait_settled(1.0)
+            # Through gpupacketproc: first the rate the receiver alone held
+            # without loss, as long as a top-speed run: does the pipeline keep it?
+            alone_pps = self.drop_free.get(alone) if proc else None
+            if alone_pps:
+                keep, stats0 = self.measure(stats0, receiver, kind, alone_pps, self.args.duration)
+                reached = keep["sent_pps"] >= 0.95 * alone_pps
+                if reached: # else the senders fell short: no answer either way
+                    row["alone_rate_loss"] = keep["loss"]
+                log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% %s" %
+                    (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"],
+                     ("kept" if keep["loss"] <= LOSS_LIMIT else "not kept") if reached else
+                     "(the senders fell short: not counted)"))
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
             row.update(top)
             log("%s at top speed: sent %d, captured %d, dropped %d, missing %d" %
@@ -487,6 +504,8 @@ class Bench:
                     if lo is None and hi < 1000:
                         break
             row["drop_free_pps"] = best
+            if not proc and best:
+                self.drop_free[name] = best
             if top["sender_note"]:
                 row["note"] = (row["note"] + "; " if row["note"] else "") + top["sender_note"]
             if top.get("stats", {}).get("xdp-mode"):
@@ -672,6 +691,10 @@ def report(bench, args):
                 ratios.append(("drop-free rate: %s / without the proc" % with_proc(name, args.proc),
                                ratio(get(with_proc(name, args.proc), "drop_free_pps"),
                                      get(name, "drop_free_pps"))))
+                loss = get(with_proc(name, args.proc), "alone_rate_loss")
+                ratios.append(("loss %% at %s's own drop-free rate, through the proc (kept: <= %g)"
+                               % (name, 100 * LOSS_LIMIT), None if loss is None else 100 * loss,
+                               "%.3f"))
 
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head[:-1])]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  note"]
@@ -680,9 +703,11 @@ def report(bench, args):
                                for i, (c, w) in enumerate(zip(t[:-1], widths))) + "  " + t[-1])
     print("\n".join(lines))
     print()
-    width = max(len(what) for what, _ in ratios)
-    for what, v in ratios:
-        print("%-*s  %s" % (width, what, fmt(v, "%.2f") if v is not None else "n/a"))
+    # (what, value[, format]): ratios in 2 decimals, losses in 3.
+    ratios = [r if len(r) == 3 else (r[0], r[1], "%.2f") for r in ratios]
+    width = max(len(what) for what, _, _ in ratios)
+    for what, v, how in ratios:
+        print("%-*s  %s" % (width, what, fmt(v, how) if v is not None else "n/a"))
     sys.stdout.flush()
 
     uname = platform.uname()
@@ -718,7 +743,7 @@ def report(bench, args):
           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     md += ["| " + " | ".join(t) + " |" for t in table]
     md += ["", "| ratio | value |", "|---|---|"]
-    md += ["| %s | %s |" % (w, fmt(v, "%.2f") if v is not None else "n/a") for w, v in ratios]
+    md += ["| %s | %s |" % (w, fmt(v, how) if v is not None else "n/a") for w, v, how in ratios]
     md += ["", "How to read it:", "",
            "- *sent*: the senders' own count (gpupacket-xdp-send's completed transmissions, "
            "with those the veth dropped because the receiving queue was full: they count as "
@@ -760,7 +785,7 @@ def report(bench, args):
         for r in rows:
             w.writerow(["" if r.get(k) is None else (("%.6g" % r[k]) if isinstance(r[k], float)
                                                       else r[k]) for k in keys[:-1]] + [bench.sender])
-        for what, v in ratios:
+        for what, v, _ in ratios:
             w.writerow(["ratio", what] + [""] * (len(keys) - 6) +
                        ["ok" if v is not None else "n/a", "" if v is None else "%.4g" % v, "",
                         bench.sender])
