@@ -85,6 +85,11 @@
 
 namespace {
 
+// A queue still held by a socket closed a moment ago: tries, and the wait
+// between them (as the capture library's).
+constexpr int kBusyTries = 50;
+constexpr useconds_t kBusyWaitUs = 20000;
+
 using gppbench::SendFrames;
 
 constexpr uint32_t kDefaultBudget = 32; // the kernel's budget a kick without the option
@@ -360,11 +365,18 @@ std::string set_up_queue(const Options &o, const SendFrames &f, TxQueue &q) {
   scfg.xdp_flags = 0;
   scfg.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
   for (Sender *s : q.members) {
-    const int rc = s == q.members.front()
-                       ? xsk_socket__create(&s->xsk, o.interface.c_str(), q.id, q.umem, nullptr,
-                                            &s->tx, &scfg)
-                       : xsk_socket__create_shared(&s->xsk, o.interface.c_str(), q.id, q.umem,
-                                                   nullptr, &s->tx, &q.fill, &q.comp, &scfg);
+    int rc = 0;
+    // A socket closed a moment ago (the probe run before this one) may
+    // still hold the queue: the kernel lets it go shortly; try again.
+    for (int tries = 0;; ++tries) {
+      rc = s == q.members.front()
+               ? xsk_socket__create(&s->xsk, o.interface.c_str(), q.id, q.umem, nullptr, &s->tx,
+                                    &scfg)
+               : xsk_socket__create_shared(&s->xsk, o.interface.c_str(), q.id, q.umem, nullptr,
+                                           &s->tx, &q.fill, &q.comp, &scfg);
+      if (rc != -EBUSY || tries == kBusyTries) break;
+      usleep(kBusyWaitUs);
+    }
     if (rc) {
       s->xsk = nullptr;
       return why_setup_failed(o, q.id, q.area_bytes, -rc, "xsk_socket__create");
