@@ -177,6 +177,11 @@ def with_proc(name, proc):
     return name + " ! gpupacketproc mode=" + proc if proc else name
 
 
+def add_note(row, text):
+    """Appends TEXT to ROW's note ("; " between notes)."""
+    row["note"] = (row["note"] + "; " if row["note"] else "") + text
+
+
 def drops_of(kind, stats):
     if kind == "pcapsrc":
         return stats.get("dropped", 0) + stats.get("if-dropped", 0)
@@ -445,16 +450,17 @@ class Bench:
             if not receiver.wait_ready(15):
                 raise RuntimeError("no stats from the receiver within 15 s: %s" %
                                    " | ".join(receiver.errors[-3:]) or "see receiver log")
-            if self.args.napi_cores and kind == "afxdpsrc":
-                self.steer_rps(None) # a pcapsrc row before may have set it on this veth
+            if self.args.napi_cores:
+                # The kernel's receive work from the core after the receiver's.
                 first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
-                pinned = self.pin_napi(first, queues)
-                if not pinned:
-                    raise RuntimeError("--napi-cores: no NAPI thread of %s found" % self.rx)
-                row["note"] = "NAPI threads on core(s) %s" % pinned
-            elif self.args.napi_cores and kind == "pcapsrc":
-                first = max(int(c) for c in re.split(r"[-,]", rx_cores)) + 1
-                row["note"] = "receive path (RPS) on core %s" % self.steer_rps(first)
+                if kind == "afxdpsrc":
+                    self.steer_rps(None) # a pcapsrc row before may have set it on this veth
+                    pinned = self.pin_napi(first, queues)
+                    if not pinned:
+                        raise RuntimeError("--napi-cores: no NAPI thread of %s found" % self.rx)
+                    add_note(row, "NAPI threads on core(s) %s" % pinned)
+                else:
+                    add_note(row, "receive path (RPS) on core %s" % self.steer_rps(first))
             stats0 = receiver.wait_settled(1.0)
             # Through gpupacketproc: first the rate the receiver alone held
             # without loss, as long as a top-speed run: does the pipeline keep it?
@@ -476,8 +482,7 @@ class Bench:
             best, lo, hi = None, None, top["sent_pps"]
             if top["loss"] <= LOSS_LIMIT:
                 best = top["sent_pps"]
-                row["note"] = ((row["note"] + "; ") if row["note"] else "") + \
-                    "drop-free at the senders' top speed (bounded by the sender)"
+                add_note(row, "drop-free at the senders' top speed (bounded by the sender)")
             else:
                 for step in range(self.args.steps):
                     if lo is None and step == 0:
@@ -499,19 +504,18 @@ class Bench:
                     else:
                         hi = target
                         if lo is None and step == self.args.steps - 1:
-                            row["note"] = ((row["note"] + "; ") if row["note"] else "") + \
-                                "drops at every rate tried (lowest %.0f pps)" % target
+                            add_note(row, "drops at every rate tried (lowest %.0f pps)" % target)
                     if lo is None and hi < 1000:
                         break
             row["drop_free_pps"] = best
             if not proc and best:
                 self.drop_free[name] = best
             if top["sender_note"]:
-                row["note"] = (row["note"] + "; " if row["note"] else "") + top["sender_note"]
+                add_note(row, top["sender_note"])
             if top.get("stats", {}).get("xdp-mode"):
                 s = top["stats"]
-                row["note"] = (row["note"] + "; " if row["note"] else "") + \
-                    "xdp-mode=%s zero-copy=%s queues=%s" % (s["xdp-mode"], s["zero-copy"], s["queues"])
+                add_note(row, "xdp-mode=%s zero-copy=%s queues=%s" %
+                         (s["xdp-mode"], s["zero-copy"], s["queues"]))
         except (RuntimeError, KeyError, TypeError) as e:
             row["status"] = "failed"
             row["note"] = str(e)[:300]
