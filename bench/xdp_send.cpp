@@ -85,11 +85,6 @@
 
 namespace {
 
-// A queue still held by a socket closed a moment ago: tries, and the wait
-// between them (as the capture library's).
-constexpr int kBusyTries = 50;
-constexpr useconds_t kBusyWaitUs = 20000;
-
 using gppbench::SendFrames;
 
 constexpr uint32_t kDefaultBudget = 32; // the kernel's budget a kick without the option
@@ -374,8 +369,8 @@ std::string set_up_queue(const Options &o, const SendFrames &f, TxQueue &q) {
                                     &scfg)
                : xsk_socket__create_shared(&s->xsk, o.interface.c_str(), q.id, q.umem, nullptr,
                                            &s->tx, &q.fill, &q.comp, &scfg);
-      if (rc != -EBUSY || tries == kBusyTries) break;
-      usleep(kBusyWaitUs);
+      if (rc != -EBUSY || tries == gpp::capture::kQueueBusyTries) break;
+      usleep(gpp::capture::kQueueBusyWaitUs);
     }
     if (rc) {
       s->xsk = nullptr;

@@ -48,10 +48,6 @@ constexpr uint64_t kMaxNapNs = 200 * 1000;
 constexpr uint64_t kMinNapNs = 1000;
 // Longest wait without a deadline: the thread looks at its state again.
 constexpr uint64_t kIdleWaitNs = 100 * 1000 * 1000;
-// A queue still held by a socket closed a moment ago: tries, and the wait
-// between them.
-constexpr int kBusyTries = 50;
-constexpr useconds_t kBusyWaitUs = 20000;
 // Completion ring entries: nothing is sent, but the ring must exist.
 constexpr uint32_t kCompletionRing = 64;
 
@@ -449,8 +445,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
       q->xsk = nullptr;
       xsk_umem__delete(q->umem);
       q->umem = nullptr;
-      if (-rc == EBUSY && busy_tries++ < kBusyTries) {
-        usleep(kBusyWaitUs);
+      if (-rc == EBUSY && busy_tries++ < kQueueBusyTries) {
+        usleep(kQueueBusyWaitUs);
         library_messages.clear();
         continue;
       }

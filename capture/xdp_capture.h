@@ -39,6 +39,11 @@ struct XdpSettings {
   uint32_t batch_capacity_bytes = 16u << 20; // memory asked for each batch
 };
 
+// A queue still held by an XDP socket closed a moment ago (the kernel lets
+// it go shortly after): how often binding tries, and the wait between tries.
+constexpr int kQueueBusyTries = 50;
+constexpr uint32_t kQueueBusyWaitUs = 20000;
+
 // Parses afxdpsrc's `queues`: "all" (or ""), a count "N" (queues 0..N-1), or
 // a list of queues and ranges "0,2,4-7" (a single queue: "3-3" or "3,").
 // False with a reason on bad text.
