@@ -244,7 +244,9 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
           "The streaming thread waits for each batch (mode=cpu: runs it) and pushes its "
           "results itself, with no hand-off to the src pad's task: lower and steadier "
           "latency for one batch at a time, but the next batch no longer arrives while "
-          "this one runs (leave off for throughput)", DEFAULT_LOW_LATENCY, rw_playing));
+          "this one runs (leave off for throughput from files; on behind a live source on "
+          "few cores, where the task's thread competes with the capture's)",
+          DEFAULT_LOW_LATENCY, rw_playing));
   g_object_class_install_property (gobject_class, PROP_PACKET_RECORDS,
       g_param_spec_boolean ("packet-records", "Packet records",
           "Push each batch's packet records on the src pad. FALSE: a gap event takes each "
