@@ -247,9 +247,58 @@ uint32_t interface_tx_queues(const std::string &interface) {
   return interface_queues(interface, "tx-");
 }
 
+namespace {
+// A batch header of `count` Ethernet frames (AF_XDP delivers them) and
+// `total_size` bytes at `dst`; returns where its descriptors go.
+GppPacketDesc *write_batch_header(uint8_t *dst, uint32_t count, uint64_t total_size) {
+  auto *header = reinterpret_cast<GppBatchHeader *>(dst);
+  *header = GppBatchHeader{};
+  header->magic = GPP_BATCH_MAGIC;
+  header->version = GPP_BATCH_VERSION;
+  header->header_size = sizeof(GppBatchHeader);
+  header->packet_count = count;
+  header->linktype = GPP_LINKTYPE_ETHERNET;
+  header->total_size = total_size;
+  return reinterpret_cast<GppPacketDesc *>(dst + sizeof(GppBatchHeader));
+}
+} // namespace
+
+// Outlives its queue while batches of frames in place are out: they point
+// into it, and give their frames back through it.
+struct XdpCapture::Mapping {
+  void *base = MAP_FAILED;
+  size_t bytes = 0;
+  size_t slot_bytes = 0, umem_offset = 0; // kInPlaceSlots slots, then the UMEM
+  int wake_fd = -1;                       // the queue thread's wake-ups (eventfd)
+  std::shared_ptr<void> registration;     // XdpSettings::on_mapped's
+  std::mutex mutex;
+  std::vector<uint32_t> free_slots;
+  std::vector<uint64_t> returned; // frames given back, for the queue's free list
+  std::atomic<bool> has_returned{false};
+  std::condition_variable slot_freed;
+
+  uint8_t *umem() const { return static_cast<uint8_t *>(base) + umem_offset; }
+  uint8_t *slot(uint32_t i) const { return static_cast<uint8_t *>(base) + size_t(i) * slot_bytes; }
+  ~Mapping() {
+    registration.reset(); // before the memory goes
+    if (base != MAP_FAILED) munmap(base, bytes);
+    if (wake_fd >= 0) close(wake_fd);
+  }
+};
+
+namespace {
+// A batch of frames in place: what release_in_place() gives back.
+struct InPlaceBatch {
+  std::shared_ptr<XdpCapture::Mapping> mapping;
+  uint32_t slot = 0;
+  std::vector<uint64_t> frames; // frame addresses in the UMEM
+};
+} // namespace
+
 struct XdpCapture::Queue {
   uint32_t id = 0;
-  void *area = MAP_FAILED;
+  std::shared_ptr<Mapping> mapping;
+  void *area = nullptr; // the UMEM, in mapping
   size_t area_bytes = 0;
   uint32_t frame_size = 0;
   xsk_umem *umem = nullptr;
@@ -257,7 +306,7 @@ struct XdpCapture::Queue {
   xsk_ring_prod fill{};
   xsk_ring_cons completion{};
   xsk_ring_cons rx{};
-  int wake_fd = -1;
+  int wake_fd = -1; // mapping's
   std::vector<uint64_t> free_frames; // frame addresses neither in the kernel nor held
   uint32_t hold_limit = 0;           // frames a batch may hold: the fill ring keeps the rest
   struct Held {
@@ -276,8 +325,6 @@ struct XdpCapture::Queue {
   ~Queue() {
     if (xsk) xsk_socket__delete(xsk);
     if (umem) xsk_umem__delete(umem);
-    if (area != MAP_FAILED) munmap(area, area_bytes);
-    if (wake_fd >= 0) close(wake_fd);
   }
 
   // Frames from the free list into the fill ring, as many as it takes.
@@ -351,6 +398,7 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
   std::unique_ptr<XdpCapture> cap(
       new XdpCapture(std::move(allocate), std::move(discard), s.batch_capacity_bytes));
   cap->busy_poll_ = s.busy_poll;
+  cap->in_place_ = s.frames_in_place;
   cap->ifindex_ = ifindex;
   cap->queue_ids_ = ids;
 
@@ -410,12 +458,28 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     q->frame_size = s.frame_size;
     q->ring_size = s.ring_size;
     q->area_bytes = size_t(s.frame_count) * s.frame_size;
-    q->area = mmap(nullptr, q->area_bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (q->area == MAP_FAILED) {
+    q->mapping = std::make_shared<Mapping>();
+    Mapping &m = *q->mapping;
+    if (s.frames_in_place) {
+      // A slot holds the descriptors of the largest batch (hold_limit frames).
+      const size_t page = 4096;
+      m.slot_bytes = gpp_align_up(gpp_batch_data_start(s.frame_count - 2 * s.ring_size), page);
+      m.umem_offset = m.slot_bytes * kInPlaceSlots;
+      for (uint32_t i = kInPlaceSlots; i-- > 0;) m.free_slots.push_back(i);
+    }
+    m.bytes = m.umem_offset + q->area_bytes;
+    if (s.frames_in_place && m.bytes > UINT32_MAX) { // descriptor offsets are 32-bit
+      *error = "frames in place need frame-count x frame-size below 4 GiB a queue";
+      return nullptr;
+    }
+    m.base = mmap(nullptr, m.bytes, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (m.base == MAP_FAILED) {
       *error = why_open_failed(s, q->id, errno, "mmap of the UMEM");
       return nullptr;
     }
+    q->area = m.umem();
+    if (s.frames_in_place && s.on_mapped) m.registration = s.on_mapped(m.base, m.bytes);
     xsk_umem_config ucfg{};
     ucfg.fill_size = s.ring_size * 2;
     ucfg.comp_size = kCompletionRing;
@@ -467,7 +531,7 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
         return nullptr;
       }
     }
-    q->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    q->wake_fd = m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->wake_fd < 0) {
       *error = why_open_failed(s, q->id, errno, "eventfd");
       return nullptr;
@@ -478,6 +542,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     q->refill();
     cap->queues_.push_back(std::move(q));
   }
+  cap->device_mapped_ = s.frames_in_place;
+  for (auto &q : cap->queues_) cap->device_mapped_ &= q->mapping->registration != nullptr;
   for (auto &q : cap->queues_) {
     Queue *queue = q.get();
     q->thread = std::thread([c = cap.get(), queue] { c->run_queue(*queue); });
@@ -643,7 +709,7 @@ void XdpCapture::drop_queued() {
   }
   for (const XdpBatch &b : dropped) {
     discarded_ += b.packets;
-    discard_(b.memory);
+    give_back(b);
   }
 }
 
@@ -685,6 +751,10 @@ std::vector<XdpQueueStats> XdpCapture::stats() const {
 void XdpCapture::deliver(Queue &q) {
   const uint32_t n = static_cast<uint32_t>(q.held.size());
   if (!n) return;
+  if (in_place_) {
+    deliver_in_place(q);
+    return;
+  }
   size_t data = 0;
   for (const Queue::Held &h : q.held) data += gpp_align_up(h.len, GPP_PACKET_ALIGN);
   const size_t size = gpp_batch_size(n, data);
@@ -696,15 +766,7 @@ void XdpCapture::deliver(Queue &q) {
     fail("no memory for a batch of " + std::to_string(size) + " bytes");
     return;
   }
-  auto *header = reinterpret_cast<GppBatchHeader *>(dst);
-  *header = GppBatchHeader{};
-  header->magic = GPP_BATCH_MAGIC;
-  header->version = GPP_BATCH_VERSION;
-  header->header_size = sizeof(GppBatchHeader);
-  header->packet_count = n;
-  header->linktype = 1; // AF_XDP delivers Ethernet frames
-  header->total_size = size;
-  auto *descs = reinterpret_cast<GppPacketDesc *>(dst + sizeof(GppBatchHeader));
+  GppPacketDesc *descs = write_batch_header(dst, n, size);
   size_t at = gpp_batch_data_start(n);
   for (uint32_t i = 0; i < n; ++i) {
     const Queue::Held &h = q.held[i];
@@ -714,19 +776,31 @@ void XdpCapture::deliver(Queue &q) {
     memset(dst + at + h.len, 0, padded - h.len);
     at += padded;
   }
-  XdpBatch batch;
+  XdpBatch batch = held_batch(q);
   batch.memory = memory;
-  batch.queue = q.id;
-  batch.packets = n;
   batch.size = size;
+  q.release_held(); // still open (open_batches_) until queued or dropped below
+  q.refill();
+  queue_batch(q, batch, descs);
+}
+
+// The batch being built as closed, counted as captured; the caller sets
+// where it lies.
+XdpBatch XdpCapture::held_batch(Queue &q) {
+  XdpBatch batch;
+  batch.queue = q.id;
+  batch.packets = static_cast<uint32_t>(q.held.size());
   batch.captured_bytes = q.held_bytes;
   batch.first_capture_ns = q.held.front().ns;
   batch.last_capture_ns = q.held.back().ns;
-  q.packets += n;
+  q.packets += batch.packets;
   q.bytes += q.held_bytes;
-  q.release_held(); // still open (open_batches_) until queued or dropped below
-  q.refill();
+  return batch;
+}
 
+// Hands a closed batch to the consumer once there is room, numbering its
+// packets (`descs`) in that order; a pause or stop meanwhile gives it back.
+void XdpCapture::queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs) {
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] {
     return stopping_ || !running_ || q.epoch != epoch_ ||
@@ -735,14 +809,99 @@ void XdpCapture::deliver(Queue &q) {
   open_batches_.fetch_sub(1);
   if (stopping_ || !running_ || q.epoch != epoch_) {
     lock.unlock();
-    discarded_ += n;
-    discard_(memory);
+    discarded_ += batch.packets;
+    give_back(batch);
     return;
   }
   batch.first_number = next_number_;
-  for (uint32_t i = 0; i < n; ++i) descs[i].packet_number = next_number_++;
+  for (uint32_t i = 0; i < batch.packets; ++i) descs[i].packet_number = next_number_++;
   ready_.push_back(batch);
   signal_consumer();
+}
+
+// Closes the batch being built with its frames in place: its header and
+// descriptors go into a free slot (waiting for one while every slot is out),
+// and its frames stay out of the fill ring until release_in_place().
+void XdpCapture::deliver_in_place(Queue &q) {
+  const uint32_t n = static_cast<uint32_t>(q.held.size());
+  Mapping &m = *q.mapping;
+  auto gone = [&] { return stopping_ || !running_ || q.epoch != epoch_; };
+  uint32_t slot = 0;
+  {
+    std::unique_lock<std::mutex> lock(m.mutex);
+    // (stop() and pause() do not hold this mutex: a short wait looks again.)
+    while (m.free_slots.empty() && !gone())
+      m.slot_freed.wait_for(lock, std::chrono::milliseconds(1));
+    if (m.free_slots.empty()) {
+      lock.unlock();
+      discarded_ += n;
+      release(q);
+      return;
+    }
+    slot = m.free_slots.back();
+    m.free_slots.pop_back();
+  }
+  uint8_t *dst = m.slot(slot);
+  const size_t batch_offset = dst - static_cast<uint8_t *>(m.base);
+  const size_t to_umem = m.umem_offset - batch_offset;
+  GppPacketDesc *descs = write_batch_header(dst, n, m.bytes - batch_offset);
+  auto *batch_memory = new InPlaceBatch{q.mapping, slot, {}};
+  batch_memory->frames.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Queue::Held &h = q.held[i];
+    uint64_t addr = h.addr;
+    if (addr % GPP_PACKET_ALIGN) { // a driver's odd headroom: move it down within its frame
+      const uint64_t aligned = addr & ~uint64_t(GPP_PACKET_ALIGN - 1);
+      memmove(xsk_umem__get_data(q.area, aligned), xsk_umem__get_data(q.area, addr), h.len);
+      addr = aligned;
+    }
+    descs[i] = GppPacketDesc{h.ns, 0, static_cast<uint32_t>(to_umem + addr), h.len, h.len, 0};
+    batch_memory->frames.push_back(h.addr & ~uint64_t(q.frame_size - 1));
+  }
+  XdpBatch batch = held_batch(q);
+  batch.memory = batch_memory;
+  batch.data = dst;
+  batch.device_mapped = m.registration != nullptr;
+  batch.size = m.bytes - batch_offset;
+  q.held.clear(); // the frames are the batch's now
+  q.held_bytes = 0;
+  queue_batch(q, batch, descs);
+}
+
+void XdpCapture::release_in_place(void *memory) {
+  std::unique_ptr<InPlaceBatch> batch(static_cast<InPlaceBatch *>(memory));
+  Mapping &m = *batch->mapping;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.returned.insert(m.returned.end(), batch->frames.begin(), batch->frames.end());
+    m.free_slots.push_back(batch->slot);
+    m.has_returned = true;
+  }
+  m.slot_freed.notify_one();
+  // The queue's thread refills its fill ring now, not at its next frame: a
+  // ring left empty gets none.
+  const uint64_t one = 1;
+  if (write(m.wake_fd, &one, sizeof one) < 0) {
+  } // an eventfd write fails only on overflow: it is awake then
+}
+
+// Frames given back since the last look, onto the free list.
+void XdpCapture::take_returned(Queue &q) {
+  Mapping &m = *q.mapping;
+  if (!m.has_returned.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(m.mutex);
+  q.free_frames.insert(q.free_frames.end(), m.returned.begin(), m.returned.end());
+  m.returned.clear();
+  m.has_returned = false;
+}
+
+// A batch nobody will take: its memory to the caller's Discard, or (frames
+// in place) its frames and slot back to its queue.
+void XdpCapture::give_back(const XdpBatch &batch) {
+  if (in_place_)
+    release_in_place(batch.memory);
+  else
+    discard_(batch.memory);
 }
 
 // Drops the batch being built (its frames back to the free list).
@@ -775,6 +934,10 @@ void XdpCapture::run_queue(Queue &q) {
 void XdpCapture::receive(Queue &q) {
   const int fd = xsk_socket__fd(q.xsk);
   while (!stopping_) {
+    if (in_place_) {
+      take_returned(q);
+      q.refill();
+    }
     // After a failure the queue only keeps its ring moving (frames dropped).
     const bool running = running_ && !failed_;
     if (!q.held.empty() && (!running || q.epoch != epoch_)) {
@@ -811,8 +974,9 @@ void XdpCapture::receive(Queue &q) {
           }
         }
         if (q.held.size() >= limit || q.held.size() >= q.hold_limit ||
-            gpp_batch_size(q.held.size() + 1, q.held_bytes + q.held.size() * GPP_PACKET_ALIGN +
-                                                  q.frame_size) > capacity_)
+            (!in_place_ && gpp_batch_size(q.held.size() + 1, q.held_bytes +
+                                                                 q.held.size() * GPP_PACKET_ALIGN +
+                                                                 q.frame_size) > capacity_))
           deliver(q);
       }
       xsk_ring_cons__release(&q.rx, got);

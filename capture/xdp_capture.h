@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <gpupacket/packet-batch.h>
+
 namespace gpp::capture {
 
 enum class XdpCopyMode { Auto, ZeroCopy, Copy };   // XDP_ZEROCOPY / XDP_COPY bind
@@ -37,7 +39,24 @@ struct XdpSettings {
   uint32_t ring_size = 2048;    // RX ring entries (a power of two, at most frame_count / 4;
                                 // the fill ring has twice as many)
   uint32_t batch_capacity_bytes = 16u << 20; // memory asked for each batch
+  // Frames in place: a batch's packets are its frames, where the kernel
+  // wrote them, instead of copies in memory from Allocate.  Each queue's
+  // mapping then holds kInPlaceSlots descriptor slots ahead of its UMEM: a
+  // batch is a slot's header and descriptors, whose offsets reach into the
+  // UMEM behind it (a valid <gpupacket/packet-batch.h> batch that runs to
+  // the mapping's end).  Its frames return to the fill ring, and its slot
+  // to the queue, when release_in_place() is called for it.
+  bool frames_in_place = false;
+  // Frames in place: called once for each queue's mapping (base, bytes), to
+  // register it with a GPU; what it returns is kept while the mapping lives
+  // and destroyed before it is unmapped.  nullptr: not registered.
+  std::function<std::shared_ptr<void>(void *base, size_t bytes)> on_mapped;
 };
+
+// Frames in place: descriptor slots a queue has, i.e. its batches out at
+// once; a thread whose slots are all out waits for one (its rings then fill,
+// and what the kernel drops is counted).
+constexpr uint32_t kInPlaceSlots = 32;
 
 // A queue still held by an XDP socket closed a moment ago (the kernel lets
 // it go shortly after): how often binding tries, and the wait between tries.
@@ -62,9 +81,12 @@ struct XdpQueueStats {
   uint64_t rx_invalid_descs = 0, rx_ring_full = 0, rx_fill_ring_empty = 0;
 };
 
-// A closed batch: the caller's memory handle, its size and packets.
+// A closed batch: the caller's memory handle (frames in place: the
+// capture's, for release_in_place()), its size and packets.
 struct XdpBatch {
   void *memory = nullptr;
+  uint8_t *data = nullptr;      // frames in place: the batch's first byte
+  bool device_mapped = false;   // frames in place: its mapping registered (on_mapped)
   uint32_t queue = 0;
   uint32_t packets = 0;
   uint64_t size = 0;            // bytes of the batch (its header's total_size)
@@ -127,8 +149,17 @@ public:
   const std::vector<uint32_t> &queues() const { return queue_ids_; }
   std::vector<XdpQueueStats> stats() const;
   uint64_t discarded() const { return discarded_.load(); }
+  bool frames_in_place() const { return in_place_; }
+  // Frames in place: whether every queue's mapping was registered (on_mapped).
+  bool device_mapped() const { return device_mapped_; }
 
-  struct Queue; // one socket, its UMEM and its thread (xdp_capture.cpp)
+  // Frames in place: gives a batch's frames and slot back to its queue.
+  // Once for every batch taken, from any thread, also after the capture is
+  // gone (the mapping lives until its last batch is given back).
+  static void release_in_place(void *memory);
+
+  struct Queue;   // one socket, its UMEM and its thread (xdp_capture.cpp)
+  struct Mapping; // a queue's mmap: descriptor slots (frames in place), then the UMEM
 
 private:
   XdpCapture(Allocate allocate, Discard discard, uint32_t capacity);
@@ -136,6 +167,11 @@ private:
   void receive(Queue &q);
   void deliver(Queue &q);
   void release(Queue &q);
+  void deliver_in_place(Queue &q);
+  XdpBatch held_batch(Queue &q);
+  void queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs);
+  void take_returned(Queue &q);
+  void give_back(const XdpBatch &batch);
   void signal_consumer(); // with mutex_ held
   bool spin_for_batch(uint64_t seen, uint64_t until_ns);
   void fail(const std::string &why);
@@ -146,7 +182,7 @@ private:
   const uint32_t capacity_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<uint32_t> queue_ids_;
-  bool zero_copy_ = false, native_ = false;
+  bool zero_copy_ = false, native_ = false, in_place_ = false, device_mapped_ = false;
   int ifindex_ = 0;
   int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
   uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached

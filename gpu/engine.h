@@ -102,6 +102,21 @@ public:
   virtual size_t in_use() const = 0;
 };
 
+// Host memory made elsewhere (an AF_XDP UMEM, an anonymous mapping),
+// page-locked and mapped for every device with cudaHostRegister, so the
+// modes that read batches through the mapping (zerocopy, persistent) read a
+// batch that lies in it where it is.  Destruction unregisters: it must come
+// before the memory is unmapped.
+class HostRegistration {
+public:
+  virtual ~HostRegistration() = default;
+};
+// nullptr with a reason when the memory cannot be registered, or when a
+// device would need another address for it than the host's (kernels are
+// given host addresses).  `bytes` and `base` page-aligned.
+std::unique_ptr<HostRegistration> register_host_memory(void *base, size_t bytes,
+                                                       std::string *error);
+
 // Batches in flight in the GPU modes unless set otherwise: the element's
 // num-streams default, the bench's --streams default; and at most (the
 // persistent kernel's queue slots, gpu_engine.cpp checks).

@@ -699,6 +699,56 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
   }
 }
 
+namespace {
+class CudaHostRegistration final : public HostRegistration {
+public:
+  explicit CudaHostRegistration(void *base) : base_(base) {}
+  ~CudaHostRegistration() override { cuda_release(cudaHostUnregister(base_)); }
+
+private:
+  void *base_;
+};
+} // namespace
+
+std::unique_ptr<HostRegistration> register_host_memory(void *base, size_t bytes,
+                                                       std::string *error) {
+  std::string why = gpu_unavailable_reason(0);
+  if (!why.empty()) {
+    *error = why;
+    return nullptr;
+  }
+  cudaError_t rc = cudaHostRegister(base, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (rc != cudaSuccess) {
+    *error = std::string("cudaHostRegister of ") + size_text(bytes) + " failed: " +
+             cudaGetErrorString(rc) + " (the limit is the host's lockable memory: ulimit -l)";
+    return nullptr;
+  }
+  auto registration = std::make_unique<CudaHostRegistration>(base);
+  // Kernels get host addresses: every device must see the memory there.
+  int current = 0;
+  cudaGetDevice(&current);
+  struct RestoreDevice {
+    int device;
+    ~RestoreDevice() { cuda_release(cudaSetDevice(device)); }
+  } restore{current};
+  const int devices = gpu_device_count();
+  for (int d = 0; d < devices; ++d) {
+    int same = 0;
+    void *device_address = nullptr;
+    if (cudaDeviceGetAttribute(&same, cudaDevAttrCanUseHostPointerForRegisteredMem, d) !=
+            cudaSuccess ||
+        !same || cudaSetDevice(d) != cudaSuccess ||
+        cudaHostGetDevicePointer(&device_address, base, 0) != cudaSuccess ||
+        device_address != base) {
+      cudaGetLastError();
+      *error = "device " + std::to_string(d) + " cannot read registered host memory at its host "
+               "address";
+      return nullptr;
+    }
+  }
+  return registration;
+}
+
 int gpu_device_count() {
   int count = 0;
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;

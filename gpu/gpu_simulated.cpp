@@ -13,6 +13,7 @@
 // environment variable GPP_SIM_FAULT, read whenever an arena or engine is
 // made, names one:
 //   arena      the pinned allocation fails
+//   register   registering host memory (register_host_memory) fails
 //   engine     engine creation fails
 //   throw      engine creation throws (std::runtime_error), as an allocation
 //              deep in it could: the element must turn it into an error
@@ -62,7 +63,7 @@ namespace {
 constexpr unsigned kSimulatedResidentBlocks = 132;
 
 struct Fault {
-  enum Kind { None, Arena, Engine, Throw, Submit, SubmitThrow, Wait, Idle, Lost } kind = None;
+  enum Kind { None, Arena, Register, Engine, Throw, Submit, SubmitThrow, Wait, Idle, Lost } kind = None;
   unsigned long at = 0; // Submit, Wait, Lost: which call, from 1
   int device = -1;       // "@D": only the engines of device D (several devices); -1: every one
 };
@@ -86,6 +87,7 @@ Fault fault_from_env() {
   f.at = colon ? std::strtoul(colon + 1, nullptr, 10) : 0;
   if (const char *at = std::strchr(text, '@')) f.device = std::atoi(at + 1);
   if (name == "arena") f.kind = Fault::Arena;
+  else if (name == "register") f.kind = Fault::Register;
   else if (name == "engine") f.kind = Fault::Engine;
   else if (name == "throw") f.kind = Fault::Throw;
   else if (name == "submit") f.kind = Fault::Submit;
@@ -343,6 +345,16 @@ std::unique_ptr<HostArena> make_host_arena(int device_id, size_t bytes, HostMemo
     return nullptr;
   }
   return std::make_unique<FirstFitArena>(base, bytes, [](void *p, size_t n) { munmap(p, n); });
+}
+
+// The simulated devices read host memory anywhere: a registration is only
+// its lifetime.  GPP_SIM_FAULT=register makes it fail, as a memlock limit would.
+std::unique_ptr<HostRegistration> register_host_memory(void *, size_t bytes, std::string *error) {
+  if (fault_from_env().kind == Fault::Register) {
+    *error = "simulated fault: cudaHostRegister of " + std::to_string(bytes) + " bytes failed";
+    return nullptr;
+  }
+  return std::make_unique<HostRegistration>();
 }
 
 std::unique_ptr<Engine> make_gpu_engine(Mode mode, const EngineSettings &settings,

@@ -17,6 +17,11 @@ std::unique_ptr<HostArena> make_host_arena(int, size_t, HostMemoryKind, std::str
   return nullptr;
 }
 
+std::unique_ptr<HostRegistration> register_host_memory(void *, size_t, std::string *error) {
+  *error = kNoCuda;
+  return nullptr;
+}
+
 std::unique_ptr<Engine> make_gpu_engine(Mode, const EngineSettings &, std::string *error) {
   *error = kNoCuda;
   return nullptr;

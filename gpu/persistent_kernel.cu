@@ -111,6 +111,30 @@ template <From kFrom> __device__ __forceinline__ uint4 load_batch_word(const uin
 // sites, staging a 64 x 64-byte batch took 3.5 us instead of 2.2 (H200,
 // A/B builds, 2026-12-03).  (Twice the loads in flight copied 96 KB 2.5 us
 // sooner, but made the kernel spill.)
+// A block's packets lie far apart when their span holds more than twice
+// their bytes (a batch whose packets are frames of an AF_XDP UMEM, read in
+// place): staging the span would carry its gaps over PCIe too, so each
+// packet is staged by itself instead.
+__device__ __forceinline__ bool sparse_span(uint64_t span, uint64_t packet_bytes) {
+  return span > 2 * packet_bytes + 4096;
+}
+
+// Copies the packets descs[0, n) of a batch, each widened to 16-byte words,
+// to the same offsets of `dst_batch` (a batch-sized image); the whole block
+// calls it, a warp a packet.
+__device__ __noinline__ void stage_packets(const uint8_t *batch, uint8_t *dst_batch,
+                                           const GppPacketDesc *descs, uint32_t n) {
+  const auto *src = reinterpret_cast<const uint4 *>(batch);
+  auto *dst = reinterpret_cast<uint4 *>(dst_batch);
+  const unsigned lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (uint32_t p = threadIdx.x / 32; p < n; p += warps) {
+    const uint64_t first = descs[p].offset / sizeof(uint4);
+    const uint64_t end = (uint64_t{descs[p].offset} + descs[p].caplen + sizeof(uint4) - 1) /
+                         sizeof(uint4);
+    for (uint64_t w = first + lane; w < end; w += 32) dst[w] = load_batch_word<From::Host>(src + w);
+  }
+}
+
 template <From kFrom>
 __device__ __noinline__ void stage(const uint8_t *batch, uint8_t *dst_bytes, uint64_t lo,
                                    uint64_t hi) {
@@ -249,7 +273,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
   __shared__ GppResult records[kPersistentThreads];
   __shared__ uint32_t acl_best[kPersistentThreads];
   __shared__ DpiBlockScratch<kPersistentThreads> dpi_scratch;
-  __shared__ unsigned span_lo, span_hi;
+  __shared__ unsigned span_lo, span_hi, span_bytes;
   extern __shared__ uint4 dynamic_shared[]; // kDynamicSharedBytes: stage, then the RSS table
   uint8_t *shared_stage = reinterpret_cast<uint8_t *>(dynamic_shared);
   const unsigned tid = threadIdx.x;
@@ -327,6 +351,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         if (tid == 0) {
           span_lo = UINT32_MAX;
           span_hi = 0;
+          span_bytes = 0;
         }
         __syncthreads();
         if (tid < n) {
@@ -339,13 +364,19 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
           dst[1] = b;
           atomicMin(&span_lo, descs[tid].offset);
           atomicMax(&span_hi, descs[tid].offset + descs[tid].caplen);
+          atomicAdd(&span_bytes, (descs[tid].caplen + 15u) & ~15u);
         }
         __syncthreads();
         stage_lo = span_lo & ~15u;
         if (span_hi > span_lo) {
           if (span_hi - stage_lo > kSharedStageBytes) {
             stage_base = staging + stage_lo; // same offsets as the batch
-            if (!staged_by_0) stage<From::Host>(job.batch, stage_base, stage_lo, span_hi);
+            if (staged_by_0) {
+            } else if (sparse_span(span_hi - stage_lo, span_bytes)) {
+              stage_packets(job.batch, staging, descs, n);
+            } else {
+              stage<From::Host>(job.batch, stage_base, stage_lo, span_hi);
+            }
           } else if (staged_by_0) {
             stage<From::Staging>(staging, shared_stage, stage_lo, span_hi);
           } else {

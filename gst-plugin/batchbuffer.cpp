@@ -175,3 +175,23 @@ gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, gui
   /* Timestamps from different CPUs may be slightly out of ring order. */
   GST_BUFFER_DURATION (buf) = last_ns > first_ns ? last_ns - first_ns : 0;
 }
+
+static GQuark
+device_mapped_quark (void)
+{
+  static GQuark quark = g_quark_from_static_string ("gpp-device-mapped");
+  return quark;
+}
+
+void
+gpp_memory_mark_device_mapped (GstMemory * mem)
+{
+  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), device_mapped_quark (),
+      GINT_TO_POINTER (1), NULL);
+}
+
+gboolean
+gpp_memory_is_device_mapped (GstMemory * mem)
+{
+  return gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem), device_mapped_quark ()) != NULL;
+}

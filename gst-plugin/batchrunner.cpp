@@ -306,18 +306,64 @@ GppBatchRunner::post_refused_caps ()
     gst_caps_unref (caps);
 }
 
+/* Bytes of `batch` (a validated one) with its packets packed: less than
+ * its size when its packets lie apart (frames in place). */
+static gsize
+packed_batch_size (const guint8 * batch)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const GppPacketDesc *descs = gpp_batch_descs (batch);
+  gsize packets = 0;
+  for (uint32_t i = 0; i < header->packet_count; i++)
+    packets += gpp_align_up (descs[i].caplen, GPP_PACKET_ALIGN);
+  return gpp_batch_size (header->packet_count, packets);
+}
+
+/* Writes `batch` into `dst` (packed_batch_size bytes) with its packets
+ * packed in descriptor order. */
+static void
+pack_batch (const guint8 * batch, guint8 * dst, gsize packed_size)
+{
+  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
+  const uint32_t count = header->packet_count;
+  const GppPacketDesc *descs = gpp_batch_descs (batch);
+  auto *out_header = reinterpret_cast<GppBatchHeader *> (dst);
+  *out_header = *header;
+  out_header->total_size = packed_size;
+  auto *out_descs = reinterpret_cast<GppPacketDesc *> (dst + header->header_size);
+  gsize at = gpp_batch_data_start (count);
+  for (uint32_t i = 0; i < count; i++) {
+    const gsize padded = gpp_align_up (descs[i].caplen, GPP_PACKET_ALIGN);
+    out_descs[i] = descs[i];
+    out_descs[i].offset = static_cast<uint32_t> (at);
+    memcpy (dst + at, batch + descs[i].offset, descs[i].caplen);
+    memset (dst + at + descs[i].caplen, 0, padded - descs[i].caplen);
+    at += padded;
+  }
+}
+
 /* The GPU engines read whole 16-byte words of pinned memory: a batch from
- * our pool is used where it lies, anything else is copied into the pool. */
+ * our pool is used where it lies, and so is one in memory the GPU reads at
+ * its host address (afxdpsrc's frames in place) by the modes that read
+ * batches through the mapping; anything else is copied into the pool, its
+ * packets packed when they lie apart. */
 GstFlowReturn
 GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
 {
   const guint8 *data = item.batch_map.data;
-  const gsize size = item.batch_map.size;
+  gsize size = item.batch_map.size;
   GstMemory *mem = gst_buffer_n_memory (item.batch) == 1 ?
       gst_buffer_peek_memory (item.batch, 0) : NULL;
-  if (mem && gpp_pinned_allocator_owns (dispatch_.pools.input (), mem) &&
-      reinterpret_cast<uintptr_t> (data) % 16 == 0)
+  const gpp::Mode mode = item.mode;
+  const bool reads_mapped = mode == gpp::Mode::ZeroCopy || mode == gpp::Mode::Persistent;
+  if (mem && reinterpret_cast<uintptr_t> (data) % 16 == 0 &&
+      (gpp_pinned_allocator_owns (dispatch_.pools.input (), mem) ||
+          (reads_mapped && gpp_memory_is_device_mapped (mem))))
     return GST_FLOW_OK;
+  const gsize packed_size = packed_batch_size (data);
+  const bool pack = packed_size < size;
+  if (pack)
+    size = packed_size;
   if (size > gpp_pinned_allocator_capacity (dispatch_.pools.input ())) {
     if (settle_before_error ())
       GST_ELEMENT_ERROR (element_, RESOURCE, NO_SPACE_LEFT, ("A %" G_GSIZE_FORMAT "-byte "
@@ -335,7 +381,10 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
   gst_buffer_append_memory (staging, pinned);
   GstMapInfo staged;
   gst_buffer_map (staging, &staged, GST_MAP_WRITE);
-  memcpy (staged.data, data, size);
+  if (pack)
+    pack_batch (data, staged.data, size);
+  else
+    memcpy (staged.data, data, size);
   gst_buffer_unmap (item.batch, &item.batch_map);
   item.staging = staging;       /* the item now holds the pinned copy's map */
   item.batch_map = staged;

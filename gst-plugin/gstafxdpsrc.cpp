@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "batchbuffer.h"
+#include "engine.h"
 #include "gpupacket/packet-batch.h"
 #include "xdp_capture.h"
 
@@ -53,6 +54,7 @@ GST_DEBUG_CATEGORY_STATIC (gst_af_xdp_src_debug);
 #define DEFAULT_ZERO_COPY GST_AF_XDP_SRC_ZERO_COPY_AUTO
 #define DEFAULT_XDP_MODE GST_AF_XDP_SRC_XDP_MODE_AUTO
 #define DEFAULT_BUSY_POLL FALSE
+#define DEFAULT_FRAMES_IN_PLACE FALSE
 #define DEFAULT_FRAME_SIZE 4096
 #define DEFAULT_FRAME_COUNT 8192
 #define DEFAULT_RING_SIZE 2048
@@ -116,6 +118,7 @@ enum
   PROP_ZERO_COPY,
   PROP_XDP_MODE,
   PROP_BUSY_POLL,
+  PROP_FRAMES_IN_PLACE,
   PROP_FRAME_SIZE,
   PROP_FRAME_COUNT,
   PROP_RING_SIZE,
@@ -149,6 +152,7 @@ struct _GstAfXdpSrc
   GstAfXdpSrcZeroCopy zero_copy;
   GstAfXdpSrcXdpMode xdp_mode;
   gboolean busy_poll;
+  gboolean frames_in_place;
   guint frame_size;
   guint frame_count;
   guint ring_size;
@@ -175,6 +179,7 @@ gst_af_xdp_src_make_stats (GstAfXdpSrc * self)
   guint queues = 0;
   gboolean zero_copy = FALSE;
   const char *xdp_mode = "none";
+  const char *in_place = "off";
   {
     std::lock_guard<std::mutex> guard (self->state_lock);
     if (self->state && self->state->capture) {
@@ -189,6 +194,7 @@ gst_af_xdp_src_make_stats (GstAfXdpSrc * self)
       zero_copy = cap.zero_copy ();
       xdp_mode = cap.native ()? "native" : "generic";
       discarded = cap.discarded ();
+      in_place = !cap.frames_in_place ()? "off" : cap.device_mapped ()? "device-mapped" : "host";
     }
   }
   std::lock_guard<std::mutex> guard (self->stats->lock);
@@ -206,7 +212,8 @@ gst_af_xdp_src_make_stats (GstAfXdpSrc * self)
       "rx-fill-ring-empty", G_TYPE_UINT64, fill_empty,
       "queues", G_TYPE_UINT, queues,
       "zero-copy", G_TYPE_BOOLEAN, zero_copy,
-      "xdp-mode", G_TYPE_STRING, xdp_mode, NULL);
+      "xdp-mode", G_TYPE_STRING, xdp_mode,
+      "frames-in-place", G_TYPE_STRING, in_place, NULL);
 }
 
 static void
@@ -241,6 +248,19 @@ gst_af_xdp_src_start_body (GstBaseSrc * base)
       gpp::capture::XdpAttachMode::Native : self->xdp_mode == GST_AF_XDP_SRC_XDP_MODE_GENERIC ?
       gpp::capture::XdpAttachMode::Generic : gpp::capture::XdpAttachMode::Auto;
   settings.busy_poll = self->busy_poll;
+  settings.frames_in_place = self->frames_in_place;
+  /* Registered for every GPU, so gpupacketproc's zerocopy and persistent
+   * modes read the frames there; without one (or CUDA) the frames stay in
+   * plain memory, which the other modes copy from. */
+  settings.on_mapped =[self] (void *base, size_t bytes) -> std::shared_ptr < void > {
+    std::string why;
+    std::unique_ptr < gpp::HostRegistration > reg =
+        gpp::gpu_device_count () > 0 ? gpp::register_host_memory (base, bytes, &why) : nullptr;
+    if (!reg)
+      GST_INFO_OBJECT (self, "frames stay in host memory, not mapped for a GPU: %s",
+          why.empty ()? "no GPU" : why.c_str ());
+    return std::shared_ptr < void >(std::move (reg));
+  };
   settings.frame_size = self->frame_size;
   settings.frame_count = self->frame_count;
   settings.ring_size = self->ring_size;
@@ -401,7 +421,19 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
       case Take::Batch:
         break;
     }
-    GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
+    GstBuffer *buf;
+    if (batch.data) {
+      /* Frames in place: the slot's header and descriptors, running to the
+       * end of the UMEM; the frames go back when the buffer is freed. */
+      GstMemory *mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, batch.data, batch.size,
+          0, batch.size, batch.memory, gpp::capture::XdpCapture::release_in_place);
+      if (batch.device_mapped)
+        gpp_memory_mark_device_mapped (mem);
+      buf = gst_buffer_new ();
+      gst_buffer_append_memory (buf, mem);
+    } else {
+      buf = gpp_mapped_batch_finish (batch.memory);
+    }
     GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
     GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
     gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
@@ -481,6 +513,9 @@ gst_af_xdp_src_set_property (GObject * object, guint prop_id, const GValue * val
     case PROP_BUSY_POLL:
       self->busy_poll = g_value_get_boolean (value);
       break;
+    case PROP_FRAMES_IN_PLACE:
+      self->frames_in_place = g_value_get_boolean (value);
+      break;
     case PROP_FRAME_SIZE:
       self->frame_size = g_value_get_uint (value);
       break;
@@ -534,6 +569,9 @@ gst_af_xdp_src_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_BUSY_POLL:
       g_value_set_boolean (value, self->busy_poll);
+      break;
+    case PROP_FRAMES_IN_PLACE:
+      g_value_set_boolean (value, self->frames_in_place);
       break;
     case PROP_FRAME_SIZE:
       g_value_set_uint (value, self->frame_size);
@@ -623,6 +661,14 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
           "latency, and lower cost a packet at high rates; up to a busy core per queue "
           "and one for the streaming thread)",
           DEFAULT_BUSY_POLL, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FRAMES_IN_PLACE,
+      g_param_spec_boolean ("frames-in-place", "Frames in place",
+          "Batches point at the frames where the kernel wrote them (each queue's UMEM, "
+          "registered with the GPU where there is one) instead of copying them: "
+          "gpupacketproc mode=zerocopy or persistent then reads them there, the other "
+          "modes copy what they need; a batch's frames go back to the kernel when "
+          "downstream frees the batch, so frame-count must cover the batches in flight",
+          DEFAULT_FRAMES_IN_PLACE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_FRAME_SIZE,
       g_param_spec_uint ("frame-size", "Frame size",
           "Bytes of a UMEM frame (a power of two, 2048 or more): longer packets are "
@@ -682,6 +728,7 @@ gst_af_xdp_src_init (GstAfXdpSrc * self)
   self->zero_copy = DEFAULT_ZERO_COPY;
   self->xdp_mode = DEFAULT_XDP_MODE;
   self->busy_poll = DEFAULT_BUSY_POLL;
+  self->frames_in_place = DEFAULT_FRAMES_IN_PLACE;
   self->frame_size = DEFAULT_FRAME_SIZE;
   self->frame_count = DEFAULT_FRAME_COUNT;
   self->ring_size = DEFAULT_RING_SIZE;

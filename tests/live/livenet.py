@@ -209,14 +209,18 @@ BATCH_HEADER = struct.Struct("<IHHIIQQ")
 PACKET_DESC = struct.Struct("<QQIIII")
 
 
-def parse_batch(data):
-    """[(timestamp_ns, packet_number, wirelen, bytes)] of one batch buffer."""
-    _, _, header_size, count, _, _, _ = BATCH_HEADER.unpack_from(data, 0)
+def parse_batch(buf):
+    """[(timestamp_ns, packet_number, wirelen, bytes)] of one batch buffer,
+    read part by part: a batch of frames in place (afxdpsrc frames-in-place)
+    runs to the end of its UMEM, tens of MiB of which only the packets count."""
+    _, _, header_size, count, _, _, _ = BATCH_HEADER.unpack(
+        buf.extract_dup(0, BATCH_HEADER.size))
+    descs = buf.extract_dup(header_size, count * PACKET_DESC.size)
     out = []
     for i in range(count):
         ts, number, offset, caplen, wirelen, _ = PACKET_DESC.unpack_from(
-            data, header_size + i * PACKET_DESC.size)
-        out.append((ts, number, wirelen, bytes(data[offset:offset + caplen])))
+            descs, i * PACKET_DESC.size)
+        out.append((ts, number, wirelen, buf.extract_dup(offset, caplen)))
     return out
 
 
@@ -233,7 +237,7 @@ class BatchRecorder:
     def _probe(self, pad, info):
         pushed = time.time_ns()  # before this probe's own work
         buf = info.get_buffer()
-        packets = parse_batch(buf.extract_dup(0, buf.get_size()))
+        packets = parse_batch(buf)
         with self.lock:
             self.batches.append((pushed, packets))
             self.packet_count += len(packets)
