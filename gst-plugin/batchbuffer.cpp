@@ -1,6 +1,7 @@
 #include "batchbuffer.h"
 
 #include <gpupacket/packet-batch.h>
+#include "gpupacket/gstpacketbatchmeta.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -179,7 +180,7 @@ gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, gui
 static GQuark
 device_mapped_quark (void)
 {
-  static GQuark quark = g_quark_from_static_string ("gpp-device-mapped");
+  static GQuark quark = g_quark_from_static_string (GPP_DEVICE_MAPPED_QDATA);
   return quark;
 }
 

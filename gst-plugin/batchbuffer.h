@@ -63,9 +63,7 @@ GstBuffer *gpp_mapped_batch_finish (void *handle);
 void gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns,
     guint64 last_ns);
 
-/* Memory the GPU reads at its host address (host memory registered with
- * cudaHostRegister, such as afxdpsrc's UMEMs with frames-in-place):
- * gpupacketproc's zerocopy and persistent modes read a batch in it where it
- * lies instead of copying it into their pinned pool. */
+/* GPP_DEVICE_MAPPED_QDATA (gstpacketbatchmeta.h) on a memory, and whether
+ * it is there. */
 void gpp_memory_mark_device_mapped (GstMemory * mem);
 gboolean gpp_memory_is_device_mapped (GstMemory * mem);

@@ -25,6 +25,15 @@ const GstMetaInfo *gst_packet_batch_meta_get_info (void);
 
 GstPacketBatchMeta *gst_buffer_add_packet_batch_meta (GstBuffer * buffer, GstBuffer * batch);
 
+/* A batch's GstMemory that every CUDA device reads at its host address
+ * (host memory registered with cudaHostRegister (..., cudaHostRegisterPortable
+ * | cudaHostRegisterMapped), as afxdpsrc frames-in-place registers its UMEMs)
+ * carries qdata of this name, any non-NULL value: gpupacketproc's zerocopy
+ * and persistent modes then read the batch where it lies instead of copying
+ * it into their pinned pool.  The memory stays registered while the buffer
+ * lives. */
+#define GPP_DEVICE_MAPPED_QDATA "gpp-device-mapped"
+
 G_END_DECLS
 
 #endif

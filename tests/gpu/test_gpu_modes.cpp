@@ -19,7 +19,12 @@
 //            pushed as system memory (copied-batches must be > 0 in GPU modes)
 //            and, for one GPU mode per capture, allocated from the allocator
 //            the element proposes in the ALLOCATION query (copied-batches
-//            must stay 0).
+//            must stay 0).  Then frames in place: the generated captures (64
+//            and 4096) and the largest capture (4096, first 20000 packets)
+//            as afxdpsrc frames-in-place lays batches out, in a registered
+//            mapping, packets apart in shuffled order: every GPU mode equals
+//            cpu; zerocopy and persistent copy nothing, the others copy the
+//            batches packed.
 //   switch   one element, ~200 batches, mode and num-streams changed while
 //            PLAYING from the pushing thread and from a second thread at
 //            random times; output must equal the cpu reference; then again
@@ -55,6 +60,7 @@
 #include <pcap/pcap.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -836,12 +842,99 @@ GstBuffer *pool_buffer(const Batch &b, GstAllocator *allocator, GstAllocationPar
   return buf;
 }
 
+// Batches as afxdpsrc frames-in-place makes them: each batch's header and
+// descriptors in a slot ahead of one registered mapping whose packets lie
+// apart, in shuffled order (as frames a fill ring recycles), each 256 bytes
+// into a 2 KiB-aligned spot of its own; a batch runs to the mapping's end.
+// Buffers carry GPP_DEVICE_MAPPED_QDATA.
+class InPlaceBatches {
+public:
+  InPlaceBatches(const std::vector<Batch> &batches, uint32_t seed) {
+    std::vector<size_t> slot_at;
+    size_t slots = 0, packets = 0, spots = 0;
+    for (const Batch &b : batches) {
+      slot_at.push_back(slots);
+      slots += gpp_align_up(gpp_batch_data_start(b.count), 4096);
+      const GppPacketDesc *d = gpp_batch_descs(b.bytes.data());
+      for (uint32_t i = 0; i < b.count; ++i, ++packets)
+        spots += gpp_align_up(kHeadroom + d[i].caplen, kSpot);
+    }
+    bytes_ = slots + spots;
+    if (bytes_ > UINT32_MAX) return; // offsets are 32-bit
+    base_ = static_cast<uint8_t *>(
+        mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    if (base_ == MAP_FAILED) {
+      base_ = nullptr;
+      return;
+    }
+    std::string why;
+    registration_ = gpp::register_host_memory(base_, bytes_, &why);
+    if (!registration_) {
+      fail("in-place batches", "register_host_memory: %s", why.c_str());
+      return;
+    }
+    // Spots in shuffled order, packet by packet.
+    std::vector<size_t> order(packets);
+    for (size_t i = 0; i < packets; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    std::vector<size_t> spot_size(packets), spot_at(packets);
+    for (size_t b = 0, k = 0; b < batches.size(); ++b) {
+      const GppPacketDesc *d = gpp_batch_descs(batches[b].bytes.data());
+      for (uint32_t i = 0; i < batches[b].count; ++i, ++k)
+        spot_size[k] = gpp_align_up(kHeadroom + d[i].caplen, kSpot);
+    }
+    for (size_t at = slots, i = 0; i < packets; ++i) {
+      spot_at[order[i]] = at;
+      at += spot_size[order[i]];
+    }
+    for (size_t b = 0, k = 0; b < batches.size(); ++b) {
+      const uint8_t *src = batches[b].bytes.data();
+      uint8_t *dst = base_ + slot_at[b];
+      std::memcpy(dst, src, gpp_batch_data_start(batches[b].count));
+      auto *h = reinterpret_cast<GppBatchHeader *>(dst);
+      h->total_size = bytes_ - slot_at[b];
+      auto *d = reinterpret_cast<GppPacketDesc *>(dst + h->header_size);
+      for (uint32_t i = 0; i < batches[b].count; ++i, ++k) {
+        const size_t packet_at = spot_at[k] + kHeadroom;
+        std::memcpy(base_ + packet_at, src + d[i].offset, d[i].caplen);
+        d[i].offset = static_cast<uint32_t>(packet_at - slot_at[b]);
+      }
+      buffers_.push_back({dst, h->total_size});
+    }
+  }
+  ~InPlaceBatches() {
+    registration_.reset(); // before the memory goes
+    if (base_) munmap(base_, bytes_);
+  }
+  bool ok() const { return registration_ && buffers_.size() > 0; }
+  size_t span() const { return bytes_; }
+  GstBuffer *buffer(size_t i) const {
+    GstMemory *mem = gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, buffers_[i].first,
+                                            buffers_[i].second, 0, buffers_[i].second, nullptr,
+                                            nullptr);
+    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem),
+                              g_quark_from_static_string(GPP_DEVICE_MAPPED_QDATA),
+                              GINT_TO_POINTER(1), nullptr);
+    GstBuffer *buf = gst_buffer_new();
+    gst_buffer_append_memory(buf, mem);
+    return buf;
+  }
+
+private:
+  static constexpr size_t kHeadroom = 256, kSpot = 2048;
+  uint8_t *base_ = nullptr;
+  size_t bytes_ = 0;
+  std::unique_ptr<gpp::HostRegistration> registration_;
+  std::vector<std::pair<uint8_t *, size_t>> buffers_;
+};
+
 // ---------------------------------------------------------------------------
 // A run: push batches (with optional hooks), EOS, collect, check structure.
 
 struct RunOptions {
   Props props;
   bool pool_memory = false; // batches from the allocator the element proposes
+  const InPlaceBatches *in_place = nullptr; // batches from there (frames in place)
   // Push (and send EOS) from a thread of its own, as a pipeline's streaming
   // thread would: not the thread that changed the element's state.
   bool push_from_thread = false;
@@ -863,7 +956,7 @@ struct RunResult {
   std::vector<OutBuffer> buffers;
   std::vector<LogEntry> log;
   std::vector<const void *> pushed; // GstBuffer pointers, in push order
-  guint64 copied = 0, fallbacks = 0;
+  guint64 copied = 0, copied_bytes = 0, fallbacks = 0;
   GstStructure *stats = nullptr;    // at EOS, owned
   ~RunResult() {
     if (stats) gst_structure_free(stats);
@@ -1027,8 +1120,9 @@ void run_batches(const std::string &ctx, uint32_t linktype, const std::vector<Ba
   auto push_all = [&] {
     for (size_t i = 0; i < batches.size() && pushed_all; ++i) {
       if (opt.before_push) opt.before_push(p, i);
-      GstBuffer *buf = allocator ? pool_buffer(batches[i], allocator, &params)
-                                 : system_buffer(batches[i]);
+      GstBuffer *buf = allocator       ? pool_buffer(batches[i], allocator, &params)
+                       : opt.in_place ? opt.in_place->buffer(i)
+                                      : system_buffer(batches[i]);
       if (!buf) {
         fail(ctx, "could not allocate batch %zu (%zu bytes) from the proposed allocator", i,
              batches[i].bytes.size());
@@ -1069,6 +1163,7 @@ void run_batches(const std::string &ctx, uint32_t linktype, const std::vector<Ba
               "destroyed)",
          active ? active : "(missing)", opt.props.mode.c_str());
   out.copied = stat_u64(out.stats, "copied-batches");
+  out.copied_bytes = stat_u64(out.stats, "copied-bytes");
   out.fallbacks = stat_u64(out.stats, "pool-fallbacks");
   const std::string errors = p.all_errors();
   if (!errors.empty()) fail(ctx, "bus: %s", errors.c_str());
@@ -1097,7 +1192,7 @@ std::vector<std::string> gpu_modes() {
 // Section: parity.
 
 struct ParityTotals {
-  size_t runs = 0, records = 0, diff_records = 0, pool_runs = 0;
+  size_t runs = 0, records = 0, diff_records = 0, pool_runs = 0, in_place_runs = 0;
 };
 
 // Batch sizes below this run over the first kSmallBatchPackets packets only:
@@ -1172,6 +1267,63 @@ void parity_one(const Capture &cap, size_t batch_size, int pool_mode_index,
   }
 }
 
+// Frames in place: the batches of parity_one laid out as afxdpsrc
+// frames-in-place lays them out (InPlaceBatches), over the first
+// kInPlacePackets packets.  Each GPU mode's records equal the cpu run's on
+// the packed batches; zerocopy and persistent read them where they lie
+// (nothing copied), the others copy each batch packed (copied-bytes are the
+// packed batches' bytes, not the mapping's).
+constexpr size_t kInPlacePackets = 20000;
+
+void parity_in_place(const Capture &cap, size_t batch_size, const Props &base, ParityTotals &t) {
+  const std::vector<Batch> batches = make_batches(cap, batch_size, kInPlacePackets);
+  const std::string where = format("capture=%s (first %zu packets) linktype=%u batch-size=%zu",
+                                   cap.name.c_str(), kInPlacePackets, cap.linktype, batch_size);
+  const InPlaceBatches in_place(batches, 7 + static_cast<uint32_t>(batch_size));
+  if (!in_place.ok()) {
+    fail(where, "could not lay out %zu batches in place (%zu bytes)", batches.size(),
+         in_place.span());
+    return;
+  }
+  Props props = base;
+  // The persistent kernel stages a batch's span: the pool must hold it.
+  props.pool_mib = std::max<guint>(pool_mib_for(batches),
+                                   static_cast<guint>((in_place.span() >> 20) + 2));
+  RunOptions ref_opt;
+  ref_opt.props = props;
+  ref_opt.props.mode = "cpu";
+  RunResult ref;
+  run_batches("mode=cpu " + where + " memory=system", cap.linktype, batches, ref_opt, ref);
+  t.runs++;
+  if (!ref.completed) return;
+  size_t packed_bytes = 0;
+  for (const Batch &b : batches) packed_bytes += b.bytes.size();
+  for (const std::string &mode : gpu_modes()) {
+    RunOptions opt;
+    opt.props = props;
+    opt.props.mode = mode;
+    opt.in_place = &in_place;
+    const std::string ctx = "mode=" + mode + " " + where + " memory=in-place";
+    RunResult got;
+    run_batches(ctx, cap.linktype, batches, opt, got);
+    t.runs++;
+    t.in_place_runs++;
+    if (!got.started) continue;
+    check_structure(ctx, batches, got);
+    t.records += got.records.size();
+    t.diff_records += compare_records(ctx, mode.c_str(), ref.records, got.records, batches);
+    t.diff_records += compare_tunnels(ctx, mode.c_str(), ref.tunnels, got.tunnels);
+    const bool reads_mapped = mode == "zerocopy" || mode == "persistent";
+    if (reads_mapped && got.copied != 0)
+      fail(ctx, "stats copied-batches is %llu: %s should read device-mapped batches in place",
+           static_cast<unsigned long long>(got.copied), mode.c_str());
+    if (!reads_mapped && got.copied_bytes != packed_bytes)
+      fail(ctx, "stats copied-bytes is %llu, the packed batches hold %zu: the batches should be "
+                "copied packed",
+           static_cast<unsigned long long>(got.copied_bytes), packed_bytes);
+  }
+}
+
 int section_parity(const std::string &pcap_dir) {
   std::vector<Capture> captures = read_captures(pcap_dir);
   if (captures.empty()) fail("parity", "no captures (.pcap/.pcapng) in %s", pcap_dir.c_str());
@@ -1230,6 +1382,12 @@ int section_parity(const std::string &pcap_dir) {
     const int pool_mode = capture_index++ % gpu_mode_count;
     for (size_t bs : all_sizes) parity_one(cap, bs, bs == 64 ? pool_mode : -1, base, "", t);
   }
+  // Frames in place (afxdpsrc frames-in-place): GPU modes only.
+  if (!g_selftest) {
+    for (const Capture &cap : generated)
+      for (size_t bs : some_sizes) parity_in_place(cap, bs, base, t);
+    if (!order.empty()) parity_in_place(captures[order[0]], 4096, base, t);
+  }
   // The other core settings reach the GPU too.
   Props checksums;
   checksums.verify_l4 = true;
@@ -1257,9 +1415,10 @@ int section_parity(const std::string &pcap_dir) {
                 g_slow_runs[i].batches ? 1000 * g_slow_runs[i].secs / g_slow_runs[i].batches : 0.0,
                 g_slow_runs[i].ctx.c_str());
   std::printf("parity: %zu captures + %zu generated (%zu packets), %zu runs (%zu with batches "
-              "from the proposed allocator), %zu records compared, %zu differing, %.1f s: %s\n",
-              captures.size(), generated.size(), packets, t.runs, t.pool_runs, t.records,
-              t.diff_records, secs, g_failures ? "FAIL" : "PASS");
+              "from the proposed allocator, %zu with frames in place), %zu records compared, %zu "
+              "differing, %.1f s: %s\n",
+              captures.size(), generated.size(), packets, t.runs, t.pool_runs, t.in_place_runs,
+              t.records, t.diff_records, secs, g_failures ? "FAIL" : "PASS");
   return g_failures ? 1 : 0;
 }
 

@@ -6,7 +6,9 @@ queue (MTU livenet.XDP_MTU).
     (nothing delivered while PAUSED, what arrived then counted as discarded,
     capture resuming), EOS sent with send_event and busy-poll=true runs (a
     batch leaving at its timeout, NULL while the streaming thread spins on
-    an open batch) leave nothing behind: the
+    an open batch) and frames-in-place=true runs (a batch held past NULL
+    still reads its frame; the UMEM goes with the last batch) leave nothing
+    behind: the
     process's open fds and threads return to their count before, and `ip -d
     link show` shows no XDP program on the interface after NULL (and one
     while PLAYING).
@@ -44,6 +46,11 @@ def check(name, ok, detail=""):
 
 def resources():
     return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+
+def vm_size_kib():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmSize:"))
 
 
 def settle_resources(baseline, timeout=10):
@@ -259,6 +266,43 @@ def lifecycle(Gst, tx_ns, tmp):
           "returns at once", not problems, "; ".join(problems[:3]))
     now = settle_resources(baseline)
     check("busy-poll runs leave no fd or thread behind", now == baseline,
+          f"(fds, threads: {baseline} before, {now} after)")
+
+    # frames-in-place=true: batches point into the UMEM, which outlives the
+    # element while downstream holds a batch.  Each round holds the batch
+    # of the frame sent past NULL, reads it there, then lets it go: the
+    # mapping goes with it (the process's address space shrinks back).
+    in_place = (f"afxdpsrc name=src device={livenet.RX_IF} batch-size=1 frames-in-place=true "
+                f"stats-interval=600000 ! fakesink")
+    vm_before = vm_size_kib()
+    problems = []
+    for i in range(20):
+        pipeline = Gst.parse_launch(in_place)
+        src = pipeline.get_by_name("src")
+        held = []
+        src.get_static_pad("src").add_probe(
+            Gst.PadProbeType.BUFFER, lambda pad, info: held.append(info.get_buffer().copy())
+            or Gst.PadProbeReturn.OK)
+        pipeline.set_state(Gst.State.PLAYING)
+        started(Gst, pipeline)
+        livenet.replay(tx_ns, one, "--topspeed")
+        deadline = time.monotonic() + 5
+        while not held and time.monotonic() < deadline:
+            time.sleep(0.01)
+        pipeline.set_state(Gst.State.NULL)
+        del pipeline, src
+        packets = [p[3] for b in held for p in livenet.parse_batch(b)]
+        if packets != [frame]:
+            problems.append(f"round {i}: after NULL the held batch reads {len(packets)} packets, "
+                            f"not the frame sent")
+        del held
+    vm_after = vm_size_kib()
+    check("frames-in-place x20: a batch held past NULL still reads its frame",
+          not problems, "; ".join(problems[:3]))
+    check("frames-in-place: the mappings go with their last batch",
+          vm_after - vm_before < 16 * 1024, f"(VmSize {vm_before} -> {vm_after} KiB)")
+    now = settle_resources(baseline)
+    check("frames-in-place runs leave no fd or thread behind", now == baseline,
           f"(fds, threads: {baseline} before, {now} after)")
 
 

@@ -29,8 +29,15 @@ gentle rate, queues and xdp-mode (native on a veth) as expected.
 The veth's MTU is livenet.XDP_MTU (native XDP refuses a larger one on a
 veth), so longer frames of the corpus are left out of the expectation.
 
-Usage: test_afxdp_replay.py PCAP_DIR MAKE_SAMPLE_PCAP [QUEUES] (run by meson as
-root; exits 77 where namespaces, tcpreplay or AF_XDP are not available)."""
+With SOURCE_PROPS (one queue), afxdpsrc gets them too: frames-in-place=true
+must give the same packets and records, and its stats say the frames are in
+place ("host", or "device-mapped" where a GPU registered them); with
+GPP_LIVE_PROC_MODE=zerocopy or persistent (the GPU host) and device-mapped
+frames gpupacketproc copies no batch.
+
+Usage: test_afxdp_replay.py PCAP_DIR MAKE_SAMPLE_PCAP [QUEUES [SOURCE_PROPS]]
+(run by meson as root; exits 77 where namespaces, tcpreplay or AF_XDP are not
+available).  GPP_LIVE_PROC_MODE: gpupacketproc's mode (default cpu)."""
 import collections
 import csv
 import os
@@ -42,6 +49,7 @@ import time
 
 import livenet
 
+PROC_MODE = os.environ.get("GPP_LIVE_PROC_MODE", "cpu")
 PACKETS_PER_SECOND = 20000
 CHUNK_PACKETS = 1000
 SENDER_CPU = 0
@@ -160,7 +168,7 @@ def replay_chunked(tx_ns, tmp, name, sendable, counted, already, cpu=None):
 
 # --- one queue -----------------------------------------------------------------
 
-def one_queue(Gst, tx_ns, data_dir, make_sample, tmp):
+def one_queue(Gst, tx_ns, data_dir, make_sample, tmp, source_props):
     captures = []
     names = sorted(n for n in os.listdir(data_dir) if n.endswith((".pcap", ".pcapng")))
     for name in names:
@@ -177,7 +185,7 @@ def one_queue(Gst, tx_ns, data_dir, make_sample, tmp):
     csv_path = os.path.join(tmp, "live.csv")
     pipeline = Gst.parse_launch(
         f"afxdpsrc name=src device={livenet.RX_IF} batch-size=64 batch-timeout=2000 "
-        f"stats-interval=600000 ! gpupacketproc mode=cpu ! "
+        f"stats-interval=600000 {source_props} ! gpupacketproc name=proc mode={PROC_MODE} ! "
         f'packetresultenc format=csv ! filesink location="{csv_path}"')
     src = pipeline.get_by_name("src")
     recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
@@ -208,6 +216,17 @@ def one_queue(Gst, tx_ns, data_dir, make_sample, tmp):
             break
     before, after = stop_capture(Gst, pipeline, [src])
     check_stats("one queue", before[0], after[0], sent_so_far, 1)
+    in_place = before[0].get_string("frames-in-place")
+    if "frames-in-place=true" in source_props:
+        check("frames in place: stats say so", in_place in ("host", "device-mapped"),
+              f"({in_place})")
+        proc_stats = pipeline.get_by_name("proc").get_property("stats")
+        copied = proc_stats.get_uint64("copied-batches")[1]
+        if in_place == "device-mapped" and PROC_MODE in ("zerocopy", "persistent"):
+            check(f"frames in place: mode={PROC_MODE} reads them there (copied-batches 0)",
+                  copied == 0, f"({copied})")
+    else:
+        check("frames copied: stats say so", in_place == "off", f"({in_place})")
 
     pushed_at = [t for t, b in recorder.batches for _ in b]
     captured = recorder.packets()
@@ -387,12 +406,13 @@ def marker_udp(n):
 def main(tx_ns, args):
     data_dir, make_sample = args[0], args[1]
     queues = int(args[2]) if len(args) > 2 else 1
+    source_props = args[3] if len(args) > 3 else ""
     Gst = livenet.init_gst()
     if not Gst.ElementFactory.find("afxdpsrc"):
         livenet.skip("this build has no afxdpsrc (libxdp missing at configure time)")
     tmp = tempfile.mkdtemp(prefix="gpp-afxdp-replay-")
     if queues == 1:
-        one_queue(Gst, tx_ns, data_dir, make_sample, tmp)
+        one_queue(Gst, tx_ns, data_dir, make_sample, tmp, source_props)
     else:
         four_queues(Gst, tx_ns, make_sample, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")

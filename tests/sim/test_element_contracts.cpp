@@ -24,6 +24,12 @@
 //              and poisons the results buffer): no results buffer, one
 //              untimed gap, every packet counted and none read as malformed
 //              (a poisoned record would be).
+//   in-place   a batch whose packets lie apart (as afxdpsrc frames-in-place
+//              makes them), its memory marked GPP_DEVICE_MAPPED_QDATA:
+//              zerocopy and persistent read it where it lies (copied-batches
+//              0); streams and graph, and zerocopy when the memory is not
+//              marked, copy it packed (copied-bytes = the packed batch's
+//              size, not the span's); every mode's records equal cpu's.
 //   cycles     100 PLAYING <-> NULL cycles in mode=cpu, a few batches and EOS
 //              each, every result out each time (the GPU modes' cycles are
 //              test-gpu-modes' leaks section); the sanitizer build checks
@@ -38,10 +44,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <gpupacket/gstpacketbatchmeta.h>
 #include <gpupacket/packet-batch.h>
 #include <gpupacket/packet-result.h>
 
@@ -383,6 +391,105 @@ void check_cpu_cycles() {
 
 } // namespace
 
+// One results buffer's records for `batch` (a buffer, consumed) through
+// gpupacketproc `props`; the element's copied-batches and copied-bytes.
+std::vector<uint8_t> run_one(const char *props, GstBuffer *batch, guint64 *copied_batches,
+                             guint64 *copied_bytes) {
+  GstHarness *h = start(props);
+  std::vector<uint8_t> records;
+  if (gst_harness_push(h, batch) != GST_FLOW_OK) {
+    fail(std::string(props) + ": the batch failed");
+  } else if (GstBuffer *out = gst_harness_pull(h)) {
+    GstMapInfo map;
+    gst_buffer_map(out, &map, GST_MAP_READ);
+    records.assign(map.data, map.data + map.size);
+    gst_buffer_unmap(out, &map);
+    gst_buffer_unref(out);
+  } else {
+    fail(std::string(props) + ": no results buffer");
+  }
+  GstElement *proc = gst_harness_find_element(h, "gpupacketproc");
+  GstStructure *stats = nullptr;
+  g_object_get(proc, "stats", &stats, nullptr);
+  *copied_batches = stat_u64(stats, "copied-batches");
+  *copied_bytes = stat_u64(stats, "copied-bytes");
+  gst_structure_free(stats);
+  gst_object_unref(proc);
+  gst_harness_teardown(h);
+  return records;
+}
+
+void check_frames_in_place() {
+  // 40 distinct IPv4/UDP packets, packed.
+  gpp::BatchBuilder builder;
+  builder.reset(GPP_LINKTYPE_ETHERNET);
+  for (uint32_t i = 0; i < 40; ++i) {
+    uint8_t frame[60 + 16] = {};
+    const uint32_t len = 60 + (i % 17);
+    frame[12] = 0x08;
+    frame[14] = 0x45;
+    frame[17] = static_cast<uint8_t>(len - 14);
+    frame[22] = 64;
+    frame[23] = 17; // UDP
+    frame[26] = 10, frame[29] = static_cast<uint8_t>(i);
+    frame[30] = 10, frame[33] = static_cast<uint8_t>(200 - i);
+    frame[34] = 0x30, frame[35] = static_cast<uint8_t>(i);
+    frame[36] = 0x00, frame[37] = 53;
+    frame[39] = static_cast<uint8_t>(len - 34);
+    builder.add(frame, len, len, 1000 * i, 1 + i);
+  }
+  const std::vector<uint8_t> packed = builder.finish();
+  // The same batch with its packets 2 KiB apart, last first, 256 bytes into
+  // each spot (frames in a UMEM): one block, the batch running to its end.
+  const uint32_t count = 40;
+  const size_t spots_at = gpp_align_up(gpp_batch_data_start(count), 4096);
+  const size_t span = spots_at + count * 2048;
+  auto *sparse = static_cast<uint8_t *>(g_malloc0(span));
+  std::memcpy(sparse, packed.data(), gpp_batch_data_start(count));
+  reinterpret_cast<GppBatchHeader *>(sparse)->total_size = span;
+  auto *descs = reinterpret_cast<GppPacketDesc *>(sparse + sizeof(GppBatchHeader));
+  const GppPacketDesc *from = gpp_batch_descs(packed.data());
+  for (uint32_t i = 0; i < count; ++i) {
+    descs[i].offset = static_cast<uint32_t>(spots_at + (count - 1 - i) * 2048 + 256);
+    std::memcpy(sparse + descs[i].offset, packed.data() + from[i].offset, from[i].caplen);
+  }
+  char why[256];
+  if (!gpp_batch_validate(sparse, span, why, sizeof why)) fail(std::string("sparse batch: ") + why);
+  auto sparse_buffer = [&](bool marked) {
+    GstMemory *mem = gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, sparse, span, 0, span,
+                                            nullptr, nullptr);
+    if (marked)
+      gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem),
+                                g_quark_from_static_string(GPP_DEVICE_MAPPED_QDATA),
+                                GINT_TO_POINTER(1), nullptr);
+    GstBuffer *buf = gst_buffer_new();
+    gst_buffer_append_memory(buf, mem);
+    return buf;
+  };
+  guint64 batches = 0, bytes = 0;
+  const std::vector<uint8_t> ref =
+      run_one("mode=cpu", gst_buffer_new_memdup(packed.data(), packed.size()), &batches, &bytes);
+  if (ref.size() != count * sizeof(GppResult)) fail("in-place: the cpu reference has no records");
+  struct Case {
+    const char *props;
+    bool marked, in_place;
+  } cases[] = {{"mode=zerocopy", true, true},   {"mode=persistent", true, true},
+               {"mode=streams", true, false},   {"mode=graph", true, false},
+               {"mode=zerocopy", false, false}, {"mode=cpu", true, true}};
+  for (const Case &c : cases) {
+    const std::vector<uint8_t> got = run_one(c.props, sparse_buffer(c.marked), &batches, &bytes);
+    const bool same = got == ref;
+    const bool copies_ok = c.in_place ? batches == 0 : batches == 1 && bytes == packed.size();
+    std::printf("%s in-place %s%s: records %s cpu's; copied %llu batches, %llu bytes (packed "
+                "%zu, span %zu)\n",
+                same && copies_ok ? "ok  " : "FAIL", c.props, c.marked ? "" : " (not marked)",
+                same ? "equal" : "differ from", static_cast<unsigned long long>(batches),
+                static_cast<unsigned long long>(bytes), packed.size(), span);
+    if (!same || !copies_ok) ++g_failures;
+  }
+  g_free(sparse);
+}
+
 int main(int argc, char **argv) {
   gst_init(&argc, &argv);
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -398,6 +505,7 @@ int main(int argc, char **argv) {
   check_shard_stats();
   check_packet_records_off();
   check_cpu_cycles();
+  check_frames_in_place();
   std::printf(g_failures ? "%d FAILED\n" : "PASS\n", g_failures);
   return g_failures ? 1 : 0;
 }
