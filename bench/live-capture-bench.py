@@ -4,7 +4,7 @@ drops and costs in CPU a packet, and the highest drop-free rate.
 
   live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
                         [--sender xdp|tcpreplay] [--senders N] [--steps N]
-                        [--proc ['MODE [PROP=VALUE...]']] [--oversubscribe]
+                        [--proc ['MODE [PROP=VALUE...]']] [--in-place] [--oversubscribe]
                         [--build DIR] [--out DIR]
 
 Two network namespaces joined by a veth pair (made again for each receiver,
@@ -22,7 +22,8 @@ drops the frames, which are for another host), then each receiver pinned to
 its own cores and running gst-launch-1.0 ... ! fakesink:
   pcapsrc device=RX immediate-mode=true / immediate-mode=false,
   afxdpsrc device=RX queues=N for each N of --queues (skipped where the
-  machine lacks N receiver cores + 1 sender core, unless --oversubscribe);
+  machine lacks N receiver cores + 1 sender core, unless --oversubscribe),
+  and with --in-place each again with frames-in-place=true;
 with --proc MODE (MODE cpu where not given) each receiver runs again as
 ... ! gpupacketproc mode=MODE ! fakesink, and the ratios compare the two.
 Per receiver: one run at the senders' top speed (captured, dropped as the
@@ -563,6 +564,10 @@ class Bench:
                 continue
             self.run_receiver("afxdpsrc queues=%d" % q, "afxdpsrc", ["queues=%d" % q], q,
                               cores(q + extra), proc)
+            if self.args.in_place:
+                self.run_receiver("afxdpsrc queues=%d in place" % q, "afxdpsrc",
+                                  ["queues=%d" % q, "frames-in-place=true"], q,
+                                  cores(q + extra), proc)
 
     def run(self):
         a = self.args
@@ -819,6 +824,9 @@ def main():
                    "(MODE cpu where not given), with ratios to the runs without it; MODE "
                    "may be followed by the element's properties, in one argument: "
                    "--proc 'persistent low-latency=true'")
+    p.add_argument("--in-place", action="store_true",
+                   help="each afxdpsrc row again with frames-in-place=true (batches point "
+                   "at the frames in the UMEM instead of copying them)")
     p.add_argument("--napi-cores", action="store_true",
                    help="the kernel's receive work on cores of its own after the receiver's, "
                    "as a NIC queue's interrupt core: afxdpsrc's veth NAPI (the XDP program and "
