@@ -134,6 +134,11 @@ if gst-inspect-1.0 afxdpsrc > /dev/null 2>&1; then
   TAIL=7 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
     run live-latency-spin sh bench/live-latency.sh --rate 20000 --seconds 2 --sources afxdpsrc \
     --source-props busy-poll=true --proc-props low-latency=true --csv "$OUT/live-latency-spin.csv"
+  # ... and with the frames read where the kernel wrote them.
+  TAIL=7 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
+    run live-latency-in-place sh bench/live-latency.sh --rate 20000 --seconds 2 --sources afxdpsrc \
+    --source-props "busy-poll=true frames-in-place=true" --proc-props low-latency=true \
+    --csv "$OUT/live-latency-in-place.csv"
 fi
 fi
 if want suite-checks; then
@@ -143,6 +148,11 @@ run memcheck-modes $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes "$pcaps"
 # The device flow table in every mode: update, sweep, eviction, rebuild and
 # moves between host and device.
 run memcheck-flows $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section flows
+# Frames in place (afxdpsrc frames-in-place): batches whose packets lie apart
+# in a registered mapping, read there; the persistent kernel stages them one
+# by one.
+GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_CAPTURES=generated-ethernet \
+  run memcheck-in-place $san --tool memcheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section parity
 # The block-wide DPI kernels of the modes test-gpu-parity does not launch.
 GPP_GPU_MODES_MODES=zerocopy,persistent GPP_GPU_MODES_PROPS="$realistic" GPP_GPU_MODES_CAPTURES=zeek__ssh.pcap \
   run racecheck-modes-realistic $san --tool racecheck $BUILD/tests/gpu/test-gpu-modes "$pcaps" --section parity
