@@ -275,6 +275,10 @@ struct XdpCapture::Mapping {
   std::vector<uint32_t> free_slots;
   std::vector<uint64_t> returned; // frames given back, for the queue's free list
   std::atomic<bool> has_returned{false};
+  // Set by the queue's thread when it sleeps with its fill ring low: the
+  // next batch given back wakes it to refill (otherwise it refills when it
+  // next wakes, without a wake-up for each batch).
+  std::atomic<bool> wake_on_return{false};
   std::condition_variable slot_freed;
 
   uint8_t *umem() const { return static_cast<uint8_t *>(base) + umem_offset; }
@@ -878,17 +882,19 @@ void XdpCapture::release_in_place(void *memory) {
     m.has_returned = true;
   }
   m.slot_freed.notify_one();
-  // The queue's thread refills its fill ring now, not at its next frame: a
-  // ring left empty gets none.
-  const uint64_t one = 1;
-  if (write(m.wake_fd, &one, sizeof one) < 0) {
-  } // an eventfd write fails only on overflow: it is awake then
+  // A thread asleep with its fill ring low refills now, not at its next
+  // frame: a ring left empty gets none.
+  if (m.wake_on_return.exchange(false)) {
+    const uint64_t one = 1;
+    if (write(m.wake_fd, &one, sizeof one) < 0) {
+    } // an eventfd write fails only on overflow: it is awake then
+  }
 }
 
 // Frames given back since the last look, onto the free list.
 void XdpCapture::take_returned(Queue &q) {
   Mapping &m = *q.mapping;
-  if (!m.has_returned.load(std::memory_order_relaxed)) return;
+  if (!m.has_returned.load()) return; // seq_cst: against wake_on_return (receive())
   std::lock_guard<std::mutex> lock(m.mutex);
   q.free_frames.insert(q.free_frames.end(), m.returned.begin(), m.returned.end());
   m.returned.clear();
@@ -1014,6 +1020,14 @@ void XdpCapture::receive(Queue &q) {
     }
     if (got && !nap) continue; // more may have come meanwhile: look again before sleeping
     if (busy_poll_ && !q.held.empty()) continue; // busy polling keeps driving the NIC
+    if (in_place_) {
+      // Below half its entries (ring_size of 2 x ring_size), the fill ring
+      // wants the frames given back meanwhile.
+      const uint32_t fill_size = 2 * q.ring_size;
+      q.mapping->wake_on_return = fill_size - xsk_prod_nb_free(&q.fill, fill_size) < q.ring_size;
+      take_returned(q); // given back before the flag was seen
+      q.refill();
+    }
     pollfd fds[2] = {{fd, POLLIN, 0}, {q.wake_fd, POLLIN, 0}};
     const timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
     const int rc = nap ? ppoll(fds + 1, 1, &ts, nullptr) : ppoll(fds, 2, &ts, nullptr);

@@ -121,17 +121,25 @@ __device__ __forceinline__ bool sparse_span(uint64_t span, uint64_t packet_bytes
 
 // Copies the packets descs[0, n) of a batch, each widened to 16-byte words,
 // to the same offsets of `dst_batch` (a batch-sized image); the whole block
-// calls it, a warp a packet.
+// calls it, a thread a packet, kLoadsInFlight loads at a time: a 64-byte
+// packet's words are then one PCIe round trip, for every packet at once.
 __device__ __noinline__ void stage_packets(const uint8_t *batch, uint8_t *dst_batch,
                                            const GppPacketDesc *descs, uint32_t n) {
   const auto *src = reinterpret_cast<const uint4 *>(batch);
   auto *dst = reinterpret_cast<uint4 *>(dst_batch);
-  const unsigned lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (uint32_t p = threadIdx.x / 32; p < n; p += warps) {
+  for (uint32_t p = threadIdx.x; p < n; p += blockDim.x) {
     const uint64_t first = descs[p].offset / sizeof(uint4);
     const uint64_t end = (uint64_t{descs[p].offset} + descs[p].caplen + sizeof(uint4) - 1) /
                          sizeof(uint4);
-    for (uint64_t w = first + lane; w < end; w += 32) dst[w] = load_batch_word<From::Host>(src + w);
+    for (uint64_t base = first; base < end; base += kLoadsInFlight) {
+      uint4 words[kLoadsInFlight];
+#pragma unroll
+      for (unsigned k = 0; k < kLoadsInFlight; ++k)
+        if (base + k < end) words[k] = load_batch_word<From::Host>(src + base + k);
+#pragma unroll
+      for (unsigned k = 0; k < kLoadsInFlight; ++k)
+        if (base + k < end) dst[base + k] = words[k];
+    }
   }
 }
 
