@@ -284,8 +284,23 @@ struct XdpCapture::Mapping {
   uint8_t *umem() const { return static_cast<uint8_t *>(base) + umem_offset; }
   uint8_t *slot(uint32_t i) const { return static_cast<uint8_t *>(base) + size_t(i) * slot_bytes; }
   ~Mapping() {
-    registration.reset(); // before the memory goes
-    if (base != MAP_FAILED) munmap(base, bytes);
+    // Unregistering may wait for the device to go idle (a resident
+    // persistent kernel keeps it busy until its element stops it), and the
+    // last batch may be freed on the very thread that would stop it: the
+    // registration, then the memory, go on a thread of their own.
+    auto unmap = [](std::shared_ptr<void> registration, void *base, size_t bytes) {
+      registration.reset(); // before the memory goes
+      munmap(base, bytes);
+    };
+    if (registration) {
+      try {
+        std::thread(unmap, std::move(registration), base, bytes).detach();
+      } catch (...) { // no thread to be had: here, then
+        unmap(std::move(registration), base, bytes);
+      }
+    } else if (base != MAP_FAILED) {
+      munmap(base, bytes);
+    }
     if (wake_fd >= 0) close(wake_fd);
   }
 };
@@ -830,6 +845,9 @@ void XdpCapture::deliver_in_place(Queue &q) {
   const uint32_t n = static_cast<uint32_t>(q.held.size());
   Mapping &m = *q.mapping;
   auto gone = [&] { return stopping_ || !running_ || q.epoch != epoch_; };
+  auto batch_memory = std::make_unique<InPlaceBatch>();
+  batch_memory->mapping = q.mapping;
+  batch_memory->frames.reserve(n);
   uint32_t slot = 0;
   {
     std::unique_lock<std::mutex> lock(m.mutex);
@@ -849,8 +867,7 @@ void XdpCapture::deliver_in_place(Queue &q) {
   const size_t batch_offset = dst - static_cast<uint8_t *>(m.base);
   const size_t to_umem = m.umem_offset - batch_offset;
   GppPacketDesc *descs = write_batch_header(dst, n, m.bytes - batch_offset);
-  auto *batch_memory = new InPlaceBatch{q.mapping, slot, {}};
-  batch_memory->frames.reserve(n);
+  batch_memory->slot = slot;
   for (uint32_t i = 0; i < n; ++i) {
     const Queue::Held &h = q.held[i];
     uint64_t addr = h.addr;
@@ -863,7 +880,7 @@ void XdpCapture::deliver_in_place(Queue &q) {
     batch_memory->frames.push_back(h.addr & ~uint64_t(q.frame_size - 1));
   }
   XdpBatch batch = held_batch(q);
-  batch.memory = batch_memory;
+  batch.memory = batch_memory.release();
   batch.data = dst;
   batch.device_mapped = m.registration != nullptr;
   batch.size = m.bytes - batch_offset;
@@ -891,14 +908,16 @@ void XdpCapture::release_in_place(void *memory) {
   }
 }
 
-// Frames given back since the last look, onto the free list.
-void XdpCapture::take_returned(Queue &q) {
+// Frames given back since the last look, onto the free list; whether there
+// were any.
+bool XdpCapture::take_returned(Queue &q) {
   Mapping &m = *q.mapping;
-  if (!m.has_returned.load()) return; // seq_cst: against wake_on_return (receive())
+  if (!m.has_returned.load()) return false; // seq_cst: against wake_on_return (receive())
   std::lock_guard<std::mutex> lock(m.mutex);
   q.free_frames.insert(q.free_frames.end(), m.returned.begin(), m.returned.end());
   m.returned.clear();
   m.has_returned = false;
+  return true;
 }
 
 // A batch nobody will take: its memory to the caller's Discard, or (frames
@@ -940,9 +959,11 @@ void XdpCapture::run_queue(Queue &q) {
 void XdpCapture::receive(Queue &q) {
   const int fd = xsk_socket__fd(q.xsk);
   while (!stopping_) {
-    if (in_place_) {
-      take_returned(q);
+    if (in_place_ && take_returned(q)) {
       q.refill();
+      // A zero-copy driver that ran out of fill entries waits to be kicked.
+      if (!busy_poll_ && xsk_ring_prod__needs_wakeup(&q.fill))
+        recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
     }
     // After a failure the queue only keeps its ring moving (frames dropped).
     const bool running = running_ && !failed_;

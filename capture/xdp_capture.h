@@ -170,7 +170,7 @@ private:
   void deliver_in_place(Queue &q);
   XdpBatch held_batch(Queue &q);
   void queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs);
-  void take_returned(Queue &q);
+  bool take_returned(Queue &q);
   void give_back(const XdpBatch &batch);
   void signal_consumer(); // with mutex_ held
   bool spin_for_batch(uint64_t seen, uint64_t until_ns);

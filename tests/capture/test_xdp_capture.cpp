@@ -417,6 +417,39 @@ TEST(XdpCaptureInPlace, FramesComeBackOnlyWhenReleased) {
       for (const auto &b : kept) XdpCapture::release_in_place(b.memory);
     }
 
+    // Every frame out: what comes is lost (counted); a queue asleep with its
+    // fill ring empty is woken by the frames given back and refills at
+    // once, rather than at its next look (100 ms) or its next frame (none
+    // comes with an empty fill ring).
+    {
+      std::vector<gpp::capture::XdpBatch> all;
+      cap->set_batch_limits(200, 2000000000ull);
+      for (long at = 0; at < 2000; at += 200) {
+        send_datagrams(9999, 40000 + at, 200);
+        take(200, &all);
+      }
+      uint64_t out = 0;
+      for (const auto &b : all) out += b.packets;
+      EXPECT_GE(out, 2000u - 48) << "most of the UMEM's 2048 frames out";
+      const uint64_t lost_before = cap->stats()[0].rx_dropped;
+      send_datagrams(9999, 50000, 64); // the few frames left, then none to receive into
+      cap->set_batch_limits(1, 200000);
+      for (gpp::capture::XdpBatch b; cap->take(&b, 150000000) == XdpCapture::Take::Batch;) {
+        next_number += b.packets; // held too, so that every frame is out
+        all.push_back(b);
+      }
+      EXPECT_GT(cap->stats()[0].rx_dropped, lost_before) << "frames lost for want of free ones";
+      for (const auto &b : all) XdpCapture::release_in_place(b.memory);
+      usleep(5000);
+      const auto sent = std::chrono::steady_clock::now();
+      send_datagrams(9999, 60000, 1);
+      std::vector<gpp::capture::XdpBatch> woken;
+      EXPECT_TRUE(in_order(take(1, &woken), 60000, 1));
+      EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::milliseconds(50))
+          << "the queue refilled only at its next look";
+      for (const auto &b : woken) XdpCapture::release_in_place(b.memory);
+    }
+
     // Every slot out: the queue waits for one, and goes on once one is back.
     cap->set_batch_limits(1, 200000);
     std::vector<gpp::capture::XdpBatch> slots;
@@ -441,6 +474,9 @@ TEST(XdpCaptureInPlace, FramesComeBackOnlyWhenReleased) {
       EXPECT_TRUE(in_order(indexes(slots[i]), 20000 + long(i), 1));
       XdpCapture::release_in_place(slots[i].memory);
     }
+    // Unregistered and unmapped on a thread of its own (an unregistration
+    // may wait for the device).
+    for (int i = 0; i < 200 && !*unregistered; ++i) usleep(10000);
     EXPECT_TRUE(*unregistered) << "the mapping outlived its last batch";
   });
 }

@@ -845,8 +845,8 @@ GstBuffer *pool_buffer(const Batch &b, GstAllocator *allocator, GstAllocationPar
 // Batches as afxdpsrc frames-in-place makes them: each batch's header and
 // descriptors in a slot ahead of one registered mapping whose packets lie
 // apart, in shuffled order (as frames a fill ring recycles), each 256 bytes
-// into a 2 KiB-aligned spot of its own; a batch runs to the mapping's end.
-// Buffers carry GPP_DEVICE_MAPPED_QDATA.
+// into a 2 KiB-aligned spot of its own, with junk (0xa5) around it; a batch
+// runs to the mapping's end.  Buffers carry GPP_DEVICE_MAPPED_QDATA.
 class InPlaceBatches {
 public:
   InPlaceBatches(const std::vector<Batch> &batches, uint32_t seed) {
@@ -867,6 +867,9 @@ public:
       base_ = nullptr;
       return;
     }
+    // Junk around the packets, as a UMEM's frames hold stale bytes past each
+    // packet: nothing may depend on zeroed padding.
+    std::memset(base_, 0xa5, bytes_);
     std::string why;
     registration_ = gpp::register_host_memory(base_, bytes_, &why);
     if (!registration_) {
