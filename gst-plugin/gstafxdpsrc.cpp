@@ -9,7 +9,10 @@
  * (gpupacketproc's pinned pool), and closes the batch at
  * #GstAfXdpSrc:batch-size packets or #GstAfXdpSrc:batch-timeout after its
  * first packet, as pcapsrc device= does; the batches are
- * `application/x-packet-batch` buffers of link type Ethernet.
+ * `application/x-packet-batch` buffers of link type Ethernet.  With
+ * #GstAfXdpSrc:frames-in-place a batch copies no frame: its descriptors
+ * point at the frames in the UMEM (registered for the GPU), and the frames
+ * go back to the kernel when the buffer is freed.
  *
  * A batch holds the packets of one queue in their arrival order; batches of
  * several queues are pushed in the order they were closed, so packets of
