@@ -4,14 +4,15 @@ drops and costs in CPU a packet, and the highest drop-free rate.
 
   live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
                         [--sender xdp|tcpreplay] [--senders N] [--steps N]
-                        [--proc ['MODE [PROP=VALUE...]']] [--in-place] [--oversubscribe]
+                        [--proc ['MODE [PROP=VALUE...]']] [--in-place] [--frame-size N]
+                        [--oversubscribe]
                         [--build DIR] [--out DIR]
 
 Two network namespaces joined by a veth pair (made again for each receiver,
 with as many queues as the receiver captures; always removed at the end).
 The senders (--senders, default: the cores the largest receiver leaves free),
 each pinned to a core of its own, send a generated capture of 60-byte UDP
-frames (64 on the wire) in a loop: --sender xdp, threads of one
+frames (64 on the wire; --frame-size sets another size) in a loop: --sender xdp, threads of one
 gpupacket-xdp-send (bench/xdp_send.cpp: AF_XDP transmit, spread over the
 veth's queues), or --sender tcpreplay, tcpreplay processes (--preload-pcap,
 one sendto a packet).  The default is xdp where the build has the program
@@ -55,6 +56,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 LOSS_LIMIT = 0.001          # drop-free: loss at most 0.1%
+PCAP_NAME = "udp.pcap"      # the generated capture, in --out while the bench runs
 STATS_INTERVAL_MS = 100
 START = time.monotonic()
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -585,9 +587,9 @@ class Bench:
             nsend = max(1, ncpu - 1)
         # Senders on the last cores, receivers on the first.
         self.sender_cores = [(ncpu - 1 - i) % ncpu for i in range(nsend)]
-        self.pcap = os.path.join(self.out, "udp64.pcap")
+        self.pcap = os.path.join(self.out, PCAP_NAME)
         gen = [sys.executable, os.path.join(SOURCE, "examples", "make-sample-pcap.py"),
-               "--frame-size", "60", "--distinct", str(min(65536, a.packets)), "--packets",
+               "--frame-size", str(a.frame_size), "--distinct", str(min(65536, a.packets)), "--packets",
                str(a.packets), self.pcap]
         self.sh(gen, record="capture")
         self.make_namespaces()
@@ -732,12 +734,13 @@ def report(bench, args):
                                                            cpu_model, uname.release),
           "- **command**: `%s`" % quote([sys.argv[0]] + sys.argv[1:]),
           "- **senders**: %s on core(s) %s (%s); receivers from core 0; "
-          "%d-packet capture of 60-byte UDP frames; %g s at top speed, %g s a step, %d steps"
+          "%d-packet capture of %d-byte UDP frames; %g s at top speed, %g s a step, %d steps"
           % ("gpupacket-xdp-send (AF_XDP, copy mode), a thread on each of %d core(s) and at "
              "least one a queue (each layout's count in its sender-alone row)"
              % len(bench.sender_cores) if bench.sender == "xdp" else
              "%d tcpreplay process(es)" % len(bench.sender_cores),
              ",".join(map(str, bench.sender_cores)), bench.sender_why, args.packets,
+             args.frame_size,
              args.duration, args.step_duration, args.steps),
           "- **kernel receive work**: " + (
               "afxdpsrc's NAPI threaded (`/sys/class/net/RX/threaded`), a core per queue after "
@@ -824,6 +827,9 @@ def main():
                    "(MODE cpu where not given), with ratios to the runs without it; MODE "
                    "may be followed by the element's properties, in one argument: "
                    "--proc 'persistent low-latency=true'")
+    p.add_argument("--frame-size", type=int, default=60,
+                   help="bytes of each UDP frame sent, without the FCS (60-1514; default 60: "
+                   "64 on the wire)")
     p.add_argument("--in-place", action="store_true",
                    help="each afxdpsrc row again with frames-in-place=true (batches point "
                    "at the frames in the UMEM instead of copying them)")
@@ -854,6 +860,9 @@ def main():
     args.step_duration = max(1.0, args.duration / 2 if not args.quick else 1.0)
     if args.duration < 1 or args.packets < 1 or args.steps < 0 or args.senders < 0:
         p.error("--duration >= 1, --packets >= 1, --steps >= 0, --senders >= 0")
+    if not 60 <= args.frame_size <= 1514:
+        p.error("--frame-size: 60 to 1514 bytes (an Ethernet frame without its FCS on a "
+                "1500-byte MTU)")
 
     if os.geteuid() != 0:
         skip("needs root (network namespaces, veth, AF_XDP)")
@@ -886,7 +895,7 @@ def main():
     finally:
         bench.cleanup()
         try:
-            os.unlink(os.path.join(out, "udp64.pcap"))
+            os.unlink(os.path.join(out, PCAP_NAME))
         except OSError:
             pass
     report(bench, args)
