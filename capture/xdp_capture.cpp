@@ -488,7 +488,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
     }
     m.bytes = m.umem_offset + q->area_bytes;
     if (s.frames_in_place && m.bytes > UINT32_MAX) { // descriptor offsets are 32-bit
-      *error = "frames in place need frame-count x frame-size below 4 GiB a queue";
+      *error = "frames-in-place needs frame-count x frame-size below 4 GiB a queue (its "
+               "descriptors' offsets are 32-bit): lower frame-count";
       return nullptr;
     }
     m.base = mmap(nullptr, m.bytes, PROT_READ | PROT_WRITE,
