@@ -3,8 +3,9 @@
 // that redirects the queues to them (attached only where no other program
 // is, detached at the end).  Each thread copies its frames straight
 // into batches of <gpupacket/packet-batch.h> in memory the caller provides
-// (afxdpsrc: the pinned pool downstream offers), closes a batch by size or
-// timeout and queues it; the consumer takes batches in the order they were
+// (afxdpsrc: the pinned pool downstream offers), or (frames in place)
+// writes only a batch's descriptors, pointing at the frames in the UMEM,
+// closes a batch by size or timeout and queues it; the consumer takes batches in the order they were
 // closed.  Packet numbers are given as a batch is queued, so they count up
 // in the order the consumer receives packets.  No GStreamer.
 #pragma once
