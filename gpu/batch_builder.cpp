@@ -52,7 +52,7 @@ size_t BatchBuilder::subset_packet_size(const uint8_t *src, uint32_t pick) {
 
 size_t BatchBuilder::subset_size(const uint8_t *src, const uint32_t *picks, uint32_t count) {
   size_t data = 0;
-  for (uint32_t i = 0; i < count; ++i) data += subset_packet_size(src, picks[i]);
+  for (uint32_t i = 0; i < count; ++i) data += subset_packet_size(src, picks ? picks[i] : i);
   return gpp_batch_size(count, data);
 }
 
@@ -86,8 +86,9 @@ void BatchBuilder::write_subset(const uint8_t *src, const uint32_t *picks, uint3
                                 uint8_t *dst) {
   size_t at = 0;
   for (uint32_t i = 0; i < count; ++i) {
-    write_subset_packet(src, picks[i], i, count, at, dst);
-    at += subset_packet_size(src, picks[i]);
+    const uint32_t pick = picks ? picks[i] : i;
+    write_subset_packet(src, pick, i, count, at, dst);
+    at += subset_packet_size(src, pick);
   }
   write_subset_header(src, count, at, dst);
 }

@@ -33,7 +33,8 @@ public:
   // A batch of some packets of a validated batch `src` (those at `picks`,
   // in that order, descriptors kept), written straight into `dst`, which
   // holds subset_size() bytes: one copy of each packet (several GPUs'
-  // shares of a batch).
+  // shares of a batch).  `picks` nullptr: every packet in order, i.e. `src`
+  // with its packets packed (a batch whose packets lie apart).
   static size_t subset_size(const uint8_t *src, const uint32_t *picks, uint32_t count);
   static void write_subset(const uint8_t *src, const uint32_t *picks, uint32_t count,
                            uint8_t *dst);

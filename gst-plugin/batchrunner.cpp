@@ -4,6 +4,7 @@
 #include <exception>
 #include <new>
 
+#include "batch_builder.h"
 #include "batchbuffer.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
@@ -306,42 +307,6 @@ GppBatchRunner::post_refused_caps ()
     gst_caps_unref (caps);
 }
 
-/* Bytes of `batch` (a validated one) with its packets packed: less than
- * its size when its packets lie apart (frames in place). */
-static gsize
-packed_batch_size (const guint8 * batch)
-{
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  const GppPacketDesc *descs = gpp_batch_descs (batch);
-  gsize packets = 0;
-  for (uint32_t i = 0; i < header->packet_count; i++)
-    packets += gpp_align_up (descs[i].caplen, GPP_PACKET_ALIGN);
-  return gpp_batch_size (header->packet_count, packets);
-}
-
-/* Writes `batch` into `dst` (packed_batch_size bytes) with its packets
- * packed in descriptor order. */
-static void
-pack_batch (const guint8 * batch, guint8 * dst, gsize packed_size)
-{
-  const auto *header = reinterpret_cast<const GppBatchHeader *> (batch);
-  const uint32_t count = header->packet_count;
-  const GppPacketDesc *descs = gpp_batch_descs (batch);
-  auto *out_header = reinterpret_cast<GppBatchHeader *> (dst);
-  *out_header = *header;
-  out_header->total_size = packed_size;
-  auto *out_descs = reinterpret_cast<GppPacketDesc *> (dst + header->header_size);
-  gsize at = gpp_batch_data_start (count);
-  for (uint32_t i = 0; i < count; i++) {
-    const gsize padded = gpp_align_up (descs[i].caplen, GPP_PACKET_ALIGN);
-    out_descs[i] = descs[i];
-    out_descs[i].offset = static_cast<uint32_t> (at);
-    memcpy (dst + at, batch + descs[i].offset, descs[i].caplen);
-    memset (dst + at + descs[i].caplen, 0, padded - descs[i].caplen);
-    at += padded;
-  }
-}
-
 /* The GPU engines read whole 16-byte words of pinned memory: a batch from
  * our pool is used where it lies, and so is one in memory the GPU reads at
  * its host address (afxdpsrc's frames in place) by the modes that read
@@ -360,7 +325,8 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
       (gpp_pinned_allocator_owns (dispatch_.pools.input (), mem) ||
           (reads_mapped && gpp_memory_is_device_mapped (mem))))
     return GST_FLOW_OK;
-  const gsize packed_size = packed_batch_size (data);
+  const uint32_t count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
+  const gsize packed_size = gpp::BatchBuilder::subset_size (data, nullptr, count);
   const bool pack = packed_size < size;
   if (pack)
     size = packed_size;
@@ -382,7 +348,7 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
   GstMapInfo staged;
   gst_buffer_map (staging, &staged, GST_MAP_WRITE);
   if (pack)
-    pack_batch (data, staged.data, size);
+    gpp::BatchBuilder::write_subset (data, nullptr, count, staged.data);
   else
     memcpy (staged.data, data, size);
   gst_buffer_unmap (item.batch, &item.batch_map);
