@@ -1,7 +1,6 @@
 #include "batchbuffer.h"
 
 #include <gpupacket/packet-batch.h>
-#include "gpupacket/gstpacketbatchmeta.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -175,24 +174,4 @@ gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, gui
   GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
   /* Timestamps from different CPUs may be slightly out of ring order. */
   GST_BUFFER_DURATION (buf) = last_ns > first_ns ? last_ns - first_ns : 0;
-}
-
-static GQuark
-device_mapped_quark (void)
-{
-  static GQuark quark = g_quark_from_static_string (GPP_DEVICE_MAPPED_QDATA);
-  return quark;
-}
-
-void
-gpp_memory_mark_device_mapped (GstMemory * mem)
-{
-  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem), device_mapped_quark (),
-      GINT_TO_POINTER (1), NULL);
-}
-
-gboolean
-gpp_memory_is_device_mapped (GstMemory * mem)
-{
-  return gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem), device_mapped_quark ()) != NULL;
 }

@@ -62,8 +62,3 @@ GstBuffer *gpp_mapped_batch_finish (void *handle);
  * packet's age; its duration reaches `last_ns`. */
 void gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns,
     guint64 last_ns);
-
-/* GPP_DEVICE_MAPPED_QDATA (gstpacketbatchmeta.h) on a memory, and whether
- * it is there. */
-void gpp_memory_mark_device_mapped (GstMemory * mem);
-gboolean gpp_memory_is_device_mapped (GstMemory * mem);

@@ -42,6 +42,7 @@
 
 #include "batchbuffer.h"
 #include "engine.h"
+#include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
 #include "xdp_capture.h"
 

@@ -28,11 +28,25 @@ GstPacketBatchMeta *gst_buffer_add_packet_batch_meta (GstBuffer * buffer, GstBuf
 /* A batch's GstMemory that every CUDA device reads at its host address
  * (host memory registered with cudaHostRegister (..., cudaHostRegisterPortable
  * | cudaHostRegisterMapped), as afxdpsrc frames-in-place registers its UMEMs)
- * carries qdata of this name, any non-NULL value: gpupacketproc's zerocopy
+ * carries qdata of this name, any non-NULL value (gpp_memory_mark_device_mapped): gpupacketproc's zerocopy
  * and persistent modes then read the batch where it lies instead of copying
  * it into their pinned pool.  The memory stays registered while the buffer
  * lives. */
 #define GPP_DEVICE_MAPPED_QDATA "gpp-device-mapped"
+
+static inline void
+gpp_memory_mark_device_mapped (GstMemory * mem)
+{
+  gst_mini_object_set_qdata (GST_MINI_OBJECT_CAST (mem),
+      g_quark_from_static_string (GPP_DEVICE_MAPPED_QDATA), GINT_TO_POINTER (1), NULL);
+}
+
+static inline gboolean
+gpp_memory_is_device_mapped (GstMemory * mem)
+{
+  return gst_mini_object_get_qdata (GST_MINI_OBJECT_CAST (mem),
+      g_quark_from_static_string (GPP_DEVICE_MAPPED_QDATA)) != NULL;
+}
 
 G_END_DECLS
 

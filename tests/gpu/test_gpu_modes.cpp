@@ -915,9 +915,7 @@ public:
     GstMemory *mem = gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, buffers_[i].first,
                                             buffers_[i].second, 0, buffers_[i].second, nullptr,
                                             nullptr);
-    gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem),
-                              g_quark_from_static_string(GPP_DEVICE_MAPPED_QDATA),
-                              GINT_TO_POINTER(1), nullptr);
+    gpp_memory_mark_device_mapped(mem);
     GstBuffer *buf = gst_buffer_new();
     gst_buffer_append_memory(buf, mem);
     return buf;

@@ -461,10 +461,7 @@ void check_frames_in_place() {
   auto sparse_buffer = [&](bool marked) {
     GstMemory *mem = gst_memory_new_wrapped(GST_MEMORY_FLAG_READONLY, sparse, span, 0, span,
                                             nullptr, nullptr);
-    if (marked)
-      gst_mini_object_set_qdata(GST_MINI_OBJECT_CAST(mem),
-                                g_quark_from_static_string(GPP_DEVICE_MAPPED_QDATA),
-                                GINT_TO_POINTER(1), nullptr);
+    if (marked) gpp_memory_mark_device_mapped(mem);
     GstBuffer *buf = gst_buffer_new();
     gst_buffer_append_memory(buf, mem);
     return buf;
