@@ -111,6 +111,28 @@ template <From kFrom> __device__ __forceinline__ uint4 load_batch_word(const uin
 // sites, staging a 64 x 64-byte batch took 3.5 us instead of 2.2 (H200,
 // A/B builds, 2026-12-03).  (Twice the loads in flight copied 96 KB 2.5 us
 // sooner, but made the kernel spill.)
+template <From kFrom>
+__device__ __noinline__ void stage(const uint8_t *batch, uint8_t *dst_bytes, uint64_t lo,
+                                   uint64_t hi) {
+  const auto *src = reinterpret_cast<const uint4 *>(batch);
+  auto *dst = reinterpret_cast<uint4 *>(dst_bytes);
+  const uint64_t first = lo / sizeof(uint4);
+  const uint64_t end = (hi + sizeof(uint4) - 1) / sizeof(uint4);
+  for (uint64_t base = first + threadIdx.x; base < end; base += blockDim.x * kLoadsInFlight) {
+    uint4 words[kLoadsInFlight];
+#pragma unroll
+    for (unsigned k = 0; k < kLoadsInFlight; ++k) {
+      const uint64_t w = base + k * blockDim.x;
+      if (w < end) words[k] = load_batch_word<kFrom>(src + w);
+    }
+#pragma unroll
+    for (unsigned k = 0; k < kLoadsInFlight; ++k) {
+      const uint64_t w = base + k * blockDim.x;
+      if (w < end) dst[w - first] = words[k];
+    }
+  }
+}
+
 // A block's packets lie far apart when their span holds more than twice
 // their bytes (a batch whose packets are frames of an AF_XDP UMEM, read in
 // place): staging the span would carry its gaps over PCIe too, so each
@@ -139,28 +161,6 @@ __device__ __noinline__ void stage_packets(const uint8_t *batch, uint8_t *dst_ba
 #pragma unroll
       for (unsigned k = 0; k < kLoadsInFlight; ++k)
         if (base + k < end) dst[base + k] = words[k];
-    }
-  }
-}
-
-template <From kFrom>
-__device__ __noinline__ void stage(const uint8_t *batch, uint8_t *dst_bytes, uint64_t lo,
-                                   uint64_t hi) {
-  const auto *src = reinterpret_cast<const uint4 *>(batch);
-  auto *dst = reinterpret_cast<uint4 *>(dst_bytes);
-  const uint64_t first = lo / sizeof(uint4);
-  const uint64_t end = (hi + sizeof(uint4) - 1) / sizeof(uint4);
-  for (uint64_t base = first + threadIdx.x; base < end; base += blockDim.x * kLoadsInFlight) {
-    uint4 words[kLoadsInFlight];
-#pragma unroll
-    for (unsigned k = 0; k < kLoadsInFlight; ++k) {
-      const uint64_t w = base + k * blockDim.x;
-      if (w < end) words[k] = load_batch_word<kFrom>(src + w);
-    }
-#pragma unroll
-    for (unsigned k = 0; k < kLoadsInFlight; ++k) {
-      const uint64_t w = base + k * blockDim.x;
-      if (w < end) dst[w - first] = words[k];
     }
   }
 }
