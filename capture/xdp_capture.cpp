@@ -325,7 +325,6 @@ struct XdpCapture::Queue {
   xsk_ring_prod fill{};
   xsk_ring_cons completion{};
   xsk_ring_cons rx{};
-  int wake_fd = -1; // mapping's
   std::vector<uint64_t> free_frames; // frame addresses neither in the kernel nor held
   uint32_t hold_limit = 0;           // frames a batch may hold: the fill ring keeps the rest
   struct Held {
@@ -551,8 +550,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
         return nullptr;
       }
     }
-    q->wake_fd = m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (q->wake_fd < 0) {
+    m.wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (m.wake_fd < 0) {
       *error = why_open_failed(s, q->id, errno, "eventfd");
       return nullptr;
     }
@@ -609,7 +608,7 @@ void XdpCapture::set_batch_limits(uint32_t packets, uint64_t timeout_ns) {
 void XdpCapture::wake_threads() {
   for (auto &q : queues_) {
     const uint64_t one = 1;
-    if (write(q->wake_fd, &one, sizeof one) < 0) {
+    if (write(q->mapping->wake_fd, &one, sizeof one) < 0) {
     } // an eventfd write fails only on overflow: it is awake then
   }
 }
@@ -959,13 +958,16 @@ void XdpCapture::run_queue(Queue &q) {
 
 void XdpCapture::receive(Queue &q) {
   const int fd = xsk_socket__fd(q.xsk);
+  // Frames in place: those given back go into the fill ring; a zero-copy
+  // driver that ran out of fill entries waits to be kicked.
+  auto refill_returned = [&] {
+    if (!take_returned(q)) return;
+    q.refill();
+    if (!busy_poll_ && xsk_ring_prod__needs_wakeup(&q.fill))
+      recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
+  };
   while (!stopping_) {
-    if (in_place_ && take_returned(q)) {
-      q.refill();
-      // A zero-copy driver that ran out of fill entries waits to be kicked.
-      if (!busy_poll_ && xsk_ring_prod__needs_wakeup(&q.fill))
-        recvfrom(fd, nullptr, 0, MSG_DONTWAIT, nullptr, nullptr);
-    }
+    if (in_place_) refill_returned();
     // After a failure the queue only keeps its ring moving (frames dropped).
     const bool running = running_ && !failed_;
     if (!q.held.empty() && (!running || q.epoch != epoch_)) {
@@ -1047,10 +1049,9 @@ void XdpCapture::receive(Queue &q) {
       // wants the frames given back meanwhile.
       const uint32_t fill_size = 2 * q.ring_size;
       q.mapping->wake_on_return = fill_size - xsk_prod_nb_free(&q.fill, fill_size) < q.ring_size;
-      take_returned(q); // given back before the flag was seen
-      q.refill();
+      refill_returned(); // given back before the flag was seen
     }
-    pollfd fds[2] = {{fd, POLLIN, 0}, {q.wake_fd, POLLIN, 0}};
+    pollfd fds[2] = {{fd, POLLIN, 0}, {q.mapping->wake_fd, POLLIN, 0}};
     const timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
     const int rc = nap ? ppoll(fds + 1, 1, &ts, nullptr) : ppoll(fds, 2, &ts, nullptr);
     if (rc < 0 && errno != EINTR) {
@@ -1060,7 +1061,7 @@ void XdpCapture::receive(Queue &q) {
     }
     if (fds[1].revents) {
       uint64_t drained;
-      if (read(q.wake_fd, &drained, sizeof drained) < 0) {
+      if (read(q.mapping->wake_fd, &drained, sizeof drained) < 0) {
       } // EAGAIN: another wake-up took it
     }
   }
