@@ -156,6 +156,15 @@ GPP_HOST_DEVICE inline void copy_bytes(uint8_t *dst, const uint8_t *src, int n) 
 #endif
 }
 
+// One's-complement sum of n bytes as big-endian 16-bit words, one at a time
+// (a last odd byte is a word's high byte), not yet folded.
+GPP_HOST_DEVICE inline uint32_t ones_sum_by_halfwords(const uint8_t *p, uint32_t n, uint32_t sum) {
+  uint32_t i = 0;
+  for (; i + 1 < n; i += 2) sum += load_be16(p + i);
+  if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
+  return sum;
+}
+
 // One's-complement sum of n bytes (big-endian 16-bit words), not yet folded.
 // It adds native little-endian words, 32 bits at a time, and swaps the folded
 // sum once: the one's-complement sum does not depend on byte order (RFC 1071
@@ -167,11 +176,7 @@ GPP_HOST_DEVICE inline uint32_t ones_sum(const uint8_t *p, uint32_t n, uint32_t 
   uint32_t i = 0;
 #ifdef __CUDA_ARCH__
   const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  if (address & 1) {
-    for (; i + 1 < n; i += 2) sum += load_be16(p + i);
-    if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
-    return sum;
-  }
+  if (address & 1) return ones_sum_by_halfwords(p, n, sum);
   if ((address & 2) && n >= 2) {
     wide += *reinterpret_cast<const uint16_t *>(p);
     i = 2;
@@ -201,10 +206,7 @@ GPP_HOST_DEVICE inline uint32_t ones_sum(const uint8_t *p, uint32_t n, uint32_t 
   folded = (folded >> 16) + (folded & 0xffff);
   return sum + (((folded & 0xff) << 8) | (folded >> 8));
 #else
-  uint32_t i = 0;
-  for (; i + 1 < n; i += 2) sum += load_be16(p + i);
-  if (i < n) sum += static_cast<uint32_t>(p[i]) << 8;
-  return sum;
+  return ones_sum_by_halfwords(p, n, sum);
 #endif
 }
 

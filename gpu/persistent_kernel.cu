@@ -379,11 +379,11 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
         if (span_hi > span_lo) {
           if (span_hi - stage_lo > kSharedStageBytes) {
             stage_base = staging + stage_lo; // same offsets as the batch
-            if (staged_by_0) {
-            } else if (sparse_span(span_hi - stage_lo, span_bytes)) {
-              stage_packets(job.batch, staging, descs, n);
-            } else {
-              stage<From::Host>(job.batch, stage_base, stage_lo, span_hi);
+            if (!staged_by_0) { // else block 0 put the whole batch there
+              if (sparse_span(span_hi - stage_lo, span_bytes))
+                stage_packets(job.batch, staging, descs, n);
+              else
+                stage<From::Host>(job.batch, stage_base, stage_lo, span_hi);
             }
           } else if (staged_by_0) {
             stage<From::Staging>(staging, shared_stage, stage_lo, span_hi);
