@@ -589,8 +589,8 @@ class Bench:
         self.sender_cores = [(ncpu - 1 - i) % ncpu for i in range(nsend)]
         self.pcap = os.path.join(self.out, PCAP_NAME)
         gen = [sys.executable, os.path.join(SOURCE, "examples", "make-sample-pcap.py"),
-               "--frame-size", str(a.frame_size), "--distinct", str(min(65536, a.packets)), "--packets",
-               str(a.packets), self.pcap]
+               "--frame-size", str(a.frame_size), "--snaplen", str(max(1024, a.frame_size)),
+               "--distinct", str(min(65536, a.packets)), "--packets", str(a.packets), self.pcap]
         self.sh(gen, record="capture")
         self.make_namespaces()
         self.probe_afxdp()
