@@ -321,12 +321,15 @@ GppBatchRunner::stage_in_pool (PendingItem & item, guint pool_size_mib)
       gst_buffer_peek_memory (item.batch, 0) : NULL;
   const gpp::Mode mode = item.mode;
   const bool reads_mapped = mode == gpp::Mode::ZeroCopy || mode == gpp::Mode::Persistent;
-  if (mem && reinterpret_cast<uintptr_t> (data) % 16 == 0 &&
-      (gpp_pinned_allocator_owns (dispatch_.pools.input (), mem) ||
-          (reads_mapped && gpp_memory_is_device_mapped (mem))))
+  const bool aligned = mem && reinterpret_cast<uintptr_t> (data) % 16 == 0;
+  if (aligned && gpp_pinned_allocator_owns (dispatch_.pools.input (), mem))
     return GST_FLOW_OK;
   const uint32_t count = reinterpret_cast<const GppBatchHeader *> (data)->packet_count;
   const gsize packed_size = gpp::BatchBuilder::subset_size (data, nullptr, count);
+  if (aligned && reads_mapped && gpp_memory_is_device_mapped (mem)) {
+    item.span_unread = size > packed_size ? size - packed_size : 0;
+    return GST_FLOW_OK;
+  }
   const bool pack = packed_size < size;
   if (pack)
     size = packed_size;
@@ -442,6 +445,11 @@ GppBatchRunner::submit (PendingItem item, const GppBatchSettings & batch,
     return GST_FLOW_ERROR;
   }
   item.records_written = engine->writes_records ();
+  /* An engine counts a batch's size as bytes to the device; a batch of
+   * frames in place is read packet by packet, not as its span (to the end of
+   * the capture's mapping).  Shards count the packed shares they copy. */
+  if (item.span_unread && gpp::shard_figures (*engine).empty ())
+    stats_.add_span_unread (item.span_unread);
   /* A table on the GPU: the batch counts itself there; flows that ended
    * before it go out now (a due sweep waits for this batch's update). */
   const bool count_flows = flows_.on_device ();

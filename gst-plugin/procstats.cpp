@@ -39,6 +39,13 @@ GppProcStats::add_copied (guint64 bytes)
 }
 
 void
+GppProcStats::add_span_unread (guint64 bytes)
+{
+  std::lock_guard<std::mutex> guard (lock_);
+  span_unread_ += bytes;
+}
+
+void
 GppProcStats::add_times (const GppBatchTimes & t)
 {
   std::lock_guard<std::mutex> guard (lock_);
@@ -100,7 +107,7 @@ GppProcStats::reset ()
 {
   std::lock_guard<std::mutex> guard (lock_);
   batches_ = packets_ = bytes_ = malformed_ = copied_batches_ = copied_bytes_ = 0;
-  bytes_h2d_ = bytes_d2h_ = 0;
+  bytes_h2d_ = bytes_d2h_ = span_unread_ = 0;
   shards_.clear ();
   max_in_flight_ = 0;
   times_ = {};
@@ -117,6 +124,9 @@ GstStructure *
 GppProcStats::to_structure (const GppLiveFigures & live)
 {
   std::lock_guard<std::mutex> guard (lock_);
+  /* Added after the engine counted the batch: never more than it counted. */
+  const guint64 counted_h2d = bytes_h2d_ + live.engine_h2d;
+  const guint64 bytes_to_device = counted_h2d - MIN (span_unread_, counted_h2d);
   GstStructure *stats = gst_structure_new ("application/x-gpupacketproc-stats",
       "active-mode", G_TYPE_STRING, live.active_mode,
       "batches", G_TYPE_UINT64, batches_,
@@ -138,7 +148,7 @@ GppProcStats::to_structure (const GppLiveFigures & live)
       "time-queued-ns", G_TYPE_UINT64, times_.queued,
       "time-engine-ns", G_TYPE_UINT64, times_.engine,
       "time-push-ns", G_TYPE_UINT64, times_.push,
-      "bytes-to-device", G_TYPE_UINT64, bytes_h2d_ + live.engine_h2d,
+      "bytes-to-device", G_TYPE_UINT64, bytes_to_device,
       "bytes-from-device", G_TYPE_UINT64, bytes_d2h_ + live.engine_d2h,
       "copied-batches", G_TYPE_UINT64, copied_batches_,
       "copied-bytes", G_TYPE_UINT64, copied_bytes_,

@@ -62,6 +62,9 @@ public:
   bool account (gpp::Mode mode, const GppResult * records, uint32_t count, guint64 bytes,
       guint64 latency_ns, bool has_capture_latency, guint64 capture_latency_ns);
   void add_copied (guint64 bytes);
+  /* Bytes an engine counted as sent to the device that it did not read (a
+   * batch of frames in place: its span, less what its packets hold). */
+  void add_span_unread (guint64 bytes);
   /* A pushed batch's times (account () came before its push). */
   void add_times (const GppBatchTimes & times);
   /* Copy traffic of an engine about to be destroyed, and with device-ids
@@ -83,6 +86,7 @@ private:
   guint64 copied_batches_ = 0;  /* batches copied into the pinned pool */
   guint64 copied_bytes_ = 0;
   guint64 bytes_h2d_ = 0, bytes_d2h_ = 0;  /* of engines already destroyed */
+  guint64 span_unread_ = 0;     /* counted in bytes_h2d by engines, not read */
   std::vector<gpp::ShardFigures> shards_;   /* likewise, per shard */
   guint max_in_flight_ = 0;
   GppBatchTimes times_;         /* summed over batches */

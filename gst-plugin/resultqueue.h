@@ -36,6 +36,7 @@ struct PendingItemFields
   GstEvent *event = nullptr;    /* set for events */
   GstBuffer *batch = nullptr;   /* the batch as received (goes into the meta) */
   GstBuffer *staging = nullptr; /* pinned copy of a batch from foreign memory */
+  gsize span_unread = 0;        /* frames in place: bytes of the batch's span that are no packet */
   GstMapInfo batch_map {};      /* of staging, or of batch when it is pinned */
   GstBuffer *results = nullptr;
   GstMapInfo results_map {};

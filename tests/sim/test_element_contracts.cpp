@@ -392,9 +392,10 @@ void check_cpu_cycles() {
 } // namespace
 
 // One results buffer's records for `batch` (a buffer, consumed) through
-// gpupacketproc `props`; the element's copied-batches and copied-bytes.
+// gpupacketproc `props`; the element's copied-batches, copied-bytes and
+// bytes-to-device.
 std::vector<uint8_t> run_one(const char *props, GstBuffer *batch, guint64 *copied_batches,
-                             guint64 *copied_bytes) {
+                             guint64 *copied_bytes, guint64 *bytes_to_device) {
   GstHarness *h = start(props);
   std::vector<uint8_t> records;
   if (gst_harness_push(h, batch) != GST_FLOW_OK) {
@@ -413,6 +414,7 @@ std::vector<uint8_t> run_one(const char *props, GstBuffer *batch, guint64 *copie
   g_object_get(proc, "stats", &stats, nullptr);
   *copied_batches = stat_u64(stats, "copied-batches");
   *copied_bytes = stat_u64(stats, "copied-bytes");
+  *bytes_to_device = stat_u64(stats, "bytes-to-device");
   gst_structure_free(stats);
   gst_object_unref(proc);
   gst_harness_teardown(h);
@@ -466,9 +468,9 @@ void check_frames_in_place() {
     gst_buffer_append_memory(buf, mem);
     return buf;
   };
-  guint64 batches = 0, bytes = 0;
-  const std::vector<uint8_t> ref =
-      run_one("mode=cpu", gst_buffer_new_memdup(packed.data(), packed.size()), &batches, &bytes);
+  guint64 batches = 0, bytes = 0, to_device = 0;
+  const std::vector<uint8_t> ref = run_one(
+      "mode=cpu", gst_buffer_new_memdup(packed.data(), packed.size()), &batches, &bytes, &to_device);
   if (ref.size() != count * sizeof(GppResult)) fail("in-place: the cpu reference has no records");
   struct Case {
     const char *props;
@@ -477,15 +479,20 @@ void check_frames_in_place() {
                {"mode=streams", true, false},   {"mode=graph", true, false},
                {"mode=zerocopy", false, false}, {"mode=cpu", true, true}};
   for (const Case &c : cases) {
-    const std::vector<uint8_t> got = run_one(c.props, sparse_buffer(c.marked), &batches, &bytes);
+    const std::vector<uint8_t> got =
+        run_one(c.props, sparse_buffer(c.marked), &batches, &bytes, &to_device);
     const bool same = got == ref;
     const bool copies_ok = c.in_place ? batches == 0 : batches == 1 && bytes == packed.size();
-    std::printf("%s in-place %s%s: records %s cpu's; copied %llu batches, %llu bytes (packed "
-                "%zu, span %zu)\n",
-                same && copies_ok ? "ok  " : "FAIL", c.props, c.marked ? "" : " (not marked)",
-                same ? "equal" : "differ from", static_cast<unsigned long long>(batches),
-                static_cast<unsigned long long>(bytes), packed.size(), span);
-    if (!same || !copies_ok) ++g_failures;
+    // What the GPU reads: the packed batch, copied or read in place (not the span).
+    const bool cpu = std::strcmp(c.props, "mode=cpu") == 0;
+    const bool traffic_ok = to_device == (cpu ? 0 : packed.size());
+    std::printf("%s in-place %s%s: records %s cpu's; copied %llu batches, %llu bytes; %llu bytes "
+                "to the device (packed %zu, span %zu)\n",
+                same && copies_ok && traffic_ok ? "ok  " : "FAIL", c.props,
+                c.marked ? "" : " (not marked)", same ? "equal" : "differ from",
+                static_cast<unsigned long long>(batches), static_cast<unsigned long long>(bytes),
+                static_cast<unsigned long long>(to_device), packed.size(), span);
+    if (!same || !copies_ok || !traffic_ok) ++g_failures;
   }
   g_free(sparse);
 }
