@@ -477,15 +477,24 @@ void check_frames_in_place() {
     bool marked, in_place;
   } cases[] = {{"mode=zerocopy", true, true},   {"mode=persistent", true, true},
                {"mode=streams", true, false},   {"mode=graph", true, false},
-               {"mode=zerocopy", false, false}, {"mode=cpu", true, true}};
+               {"mode=zerocopy", false, false}, {"mode=cpu", true, true},
+               // Shards copy their shares of it (two simulated devices):
+               // they count those copies.
+               {"mode=persistent device-ids=0,1", true, true}};
   for (const Case &c : cases) {
+    const bool sharded = std::strstr(c.props, "device-ids") != nullptr;
+    if (sharded) g_setenv("GPP_SIM_DEVICES", "2", TRUE);
     const std::vector<uint8_t> got =
         run_one(c.props, sparse_buffer(c.marked), &batches, &bytes, &to_device);
+    if (sharded) g_unsetenv("GPP_SIM_DEVICES");
     const bool same = got == ref;
     const bool copies_ok = c.in_place ? batches == 0 : batches == 1 && bytes == packed.size();
-    // What the GPU reads: the packed batch, copied or read in place (not the span).
+    // What the GPU reads: the packed batch, copied or read in place (not the
+    // span); each shard's share has a header of its own.
     const bool cpu = std::strcmp(c.props, "mode=cpu") == 0;
-    const bool traffic_ok = to_device == (cpu ? 0 : packed.size());
+    const bool traffic_ok = cpu       ? to_device == 0
+                            : sharded ? to_device >= packed.size() && to_device < packed.size() + 4096
+                                      : to_device == packed.size();
     std::printf("%s in-place %s%s: records %s cpu's; copied %llu batches, %llu bytes; %llu bytes "
                 "to the device (packed %zu, span %zu)\n",
                 same && copies_ok && traffic_ok ? "ok  " : "FAIL", c.props,
