@@ -4,8 +4,8 @@ drops and costs in CPU a packet, and the highest drop-free rate.
 
   live-capture-bench.py [--duration S] [--packets N] [--quick] [--queues LIST]
                         [--sender xdp|tcpreplay] [--senders N] [--steps N]
-                        [--proc ['MODE [PROP=VALUE...]']] [--in-place] [--frame-size N]
-                        [--oversubscribe]
+                        [--proc ['MODE [PROP=VALUE...]']] [--in-place] [--xdp-frames]
+                        [--frame-size N] [--oversubscribe]
                         [--build DIR] [--out DIR]
 
 Two network namespaces joined by a veth pair (made again for each receiver,
@@ -25,6 +25,15 @@ its own cores and running gst-launch-1.0 ... ! fakesink:
   afxdpsrc device=RX queues=N for each N of --queues (skipped where the
   machine lacks N receiver cores + 1 sender core, unless --oversubscribe),
   and with --in-place each again with frames-in-place=true;
+with --xdp-frames each afxdpsrc row again with the frames delivered as XDP
+frames: the xdp senders transmit on a second veth pair (as many queues as
+senders, its NAPI threaded on the senders' cores) whose far end redirects
+every frame (gpupacket-xdp-forward) into the receiving pair, so that the
+receiver's XDP program gets the frame as a NIC driver hands it over, where a
+frame sent to the veth directly arrives as a socket buffer that veth first
+copies into a page of its own; pcapsrc keeps the direct delivery, its
+cheapest (veth hands the sender's socket buffer on, which a NIC driver would
+have to build);
 with --proc MODE (MODE cpu where not given) each receiver runs again as
 ... ! gpupacketproc mode=MODE ! fakesink, and the ratios compare the two.
 Per receiver: one run at the senders' top speed (captured, dropped as the
@@ -58,6 +67,7 @@ SOURCE = os.path.dirname(HERE)
 LOSS_LIMIT = 0.001          # drop-free: loss at most 0.1%
 PCAP_NAME = "udp.pcap"      # the generated capture, in --out while the bench runs
 STATS_INTERVAL_MS = 100
+XDP_FRAMES = " (XDP frames)"  # a row whose frames came through the forwarding veth
 START = time.monotonic()
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -197,6 +207,10 @@ class Bench:
         self.ns_tx = "gpp-lcb-tx-%d" % os.getpid()
         self.ns_rx = "gpp-lcb-rx-%d" % os.getpid()
         self.tx, self.rx = "lcb-tx", "lcb-rx"
+        # --xdp-frames: the senders' pair, lcb-s0 -> lcb-s1, and lcb-s1's
+        # XDP program redirecting into lcb-tx.
+        self.fwd_tx, self.fwd_rx = "lcb-s0", "lcb-s1"
+        self.delivery = "skb"   # how the next send reaches RX: "skb" or "frames"
         self.namespaces = []
         self.children = []
         self.commands = []      # (what, command) for the report
@@ -208,6 +222,8 @@ class Bench:
         self.sender = args.sender       # "xdp" or "tcpreplay" once chosen
         self.sender_why = ""
         self.xdp_send = os.path.abspath(os.path.join(args.build, "bench", "gpupacket-xdp-send"))
+        self.xdp_forward = os.path.abspath(os.path.join(args.build, "bench",
+                                                        "gpupacket-xdp-forward"))
 
     # ---- set-up ----------------------------------------------------------
     def sh(self, argv, check=True, record=None):
@@ -243,22 +259,36 @@ class Bench:
                      "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
             self.sh(["ip", "-n", ns, "link", "set", ifc, "up"])
         self.queues = queues
+        if self.args.xdp_frames:
+            self.make_forwarding()
         time.sleep(0.2)
+
+    def make_forwarding(self):
+        """--xdp-frames: the senders' veth pair again, a queue a sender, its far
+        end redirecting every frame into TX (a new TX each make_veth), and its
+        NAPI threaded on the senders' cores (kernel threads: the forwarding is
+        the sender's work, outside the softirq time charged to the receiver)."""
+        n = len(self.sender_cores)
+        self.sh(["ip", "-n", self.ns_tx, "link", "del", self.fwd_tx], check=False)
+        q = ["numtxqueues", str(n), "numrxqueues", str(n)]
+        self.sh(["ip", "link", "add", self.fwd_tx] + q + ["netns", self.ns_tx, "type", "veth",
+                 "peer", "name", self.fwd_rx] + q + ["netns", self.ns_tx],
+                record="forwarding veth pair, %d queue(s)" % n)
+        for ifc in (self.fwd_tx, self.fwd_rx):
+            self.sh(["ip", "netns", "exec", self.ns_tx, "sh", "-c",
+                     "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
+            self.sh(["ip", "-n", self.ns_tx, "link", "set", ifc, "up"])
+        self.sh(["ip", "netns", "exec", self.ns_tx, self.xdp_forward, self.fwd_rx, self.tx],
+                record="forwarding (XDP redirect %s -> %s)" % (self.fwd_rx, self.tx))
+        pids = self.thread_napi(self.ns_tx, self.fwd_rx)
+        for i, pid in enumerate(pids):
+            self.sh(["taskset", "-pc", str(self.sender_cores[i % n]), str(pid)], check=False)
 
     def pin_napi(self, first_core, queues):
         """Puts the receiving veth's NAPI (one a queue while an XDP program is
         attached: the receiver's) in kernel threads, napi/RX-ID, and pins them
         to cores of their own from FIRST_CORE on; the cores used."""
-        r = self.sh(["ip", "netns", "exec", self.ns_rx, "sh", "-c",
-                     "echo 1 > /sys/class/net/%s/threaded" % self.rx], check=False)
-        if r.returncode != 0:
-            raise RuntimeError("--napi-cores: threaded NAPI refused: " + r.stdout.strip())
-        time.sleep(0.2)
-        out = subprocess.run(["ps", "-e", "-o", "pid=,comm="], stdout=subprocess.PIPE,
-                             text=True).stdout
-        prefix = ("napi/" + self.rx + "-")[:15]
-        pids = sorted(int(line.split()[0]) for line in out.splitlines()
-                      if len(line.split()) == 2 and line.split()[1].startswith(prefix))
+        pids = self.thread_napi(self.ns_rx, self.rx)
         self.napi_pids = pids
         cores = []
         for i, pid in enumerate(pids):
@@ -266,6 +296,22 @@ class Bench:
             self.sh(["taskset", "-pc", str(core), str(pid)], check=False)
             cores.append(core)
         return ",".join(map(str, sorted(set(cores))))
+
+    def thread_napi(self, ns, ifc):
+        """Puts IFC's NAPI (which veth has while an XDP program is attached) in
+        kernel threads, napi/IFC-ID; their pids, in NAPI order."""
+        r = self.sh(["ip", "netns", "exec", ns, "sh", "-c",
+                     "echo 1 > /sys/class/net/%s/threaded" % ifc], check=False)
+        if r.returncode != 0:
+            raise RuntimeError("threaded NAPI refused on %s: %s" % (ifc, r.stdout.strip()))
+        time.sleep(0.2)
+        out = subprocess.run(["ps", "-e", "-o", "pid=,comm="], stdout=subprocess.PIPE,
+                             text=True).stdout
+        prefix = ("napi/" + ifc + "-")[:15]
+        found = [(line.split()[1], int(line.split()[0])) for line in out.splitlines()
+                 if len(line.split()) == 2 and line.split()[1].startswith(prefix)]
+        # napi/IFC-ID: NAPI ids count up in queue order.
+        return [pid for comm, pid in sorted(found, key=lambda f: (len(f[0]), f[0]))]
 
     def napi_seconds(self):
         """CPU seconds of the NAPI threads pin_napi() pinned (kernel receive
@@ -316,13 +362,17 @@ class Bench:
         sending side has more transmit queues than the peer receive queues),
         PPS in all (None = top speed)."""
         # At least a thread a queue (--oversubscribe: the cores taken again).
-        threads = [cores[i % len(cores)] for i in range(max(len(cores), self.queues))]
+        # XDP frames: a queue of the forwarding pair a thread, whose NAPI
+        # thread runs on that thread's core.
+        frames = self.delivery == "frames"
+        queues = len(self.sender_cores) if frames else self.queues
+        threads = [cores[i % len(cores)] for i in range(max(len(cores), queues))]
         length = ["--count", str(count)] if count else ["--duration", "%g" % duration]
         rate = ["--pps", "%d" % max(1, int(pps))] if pps else []
         return ["ip", "netns", "exec", self.ns_tx, "taskset", "-c", ",".join(map(str, cores)),
-                self.xdp_send, "--interface", self.tx, "--queues", str(self.queues), "--threads",
-                str(len(threads)), "--cores", ",".join(map(str, threads))] + length + rate + \
-            [self.pcap]
+                self.xdp_send, "--interface", self.fwd_tx if frames else self.tx, "--queues",
+                str(queues), "--threads", str(len(threads)), "--cores",
+                ",".join(map(str, threads))] + length + rate + [self.pcap]
 
     def send_xdp(self, pps, duration):
         argv = self.xdp_argv(self.sender_cores, pps, duration)
@@ -376,7 +426,9 @@ class Bench:
         notes = []
         if extra.get("dropped"):
             notes.append("veth dropped %d frames, its receiving queue full (counted as missing)"
-                         % extra["dropped"])
+                         % extra["dropped"] if self.delivery == "skb" else
+                         "the forwarding veth dropped %d frames, its queue full (counted as "
+                         "missing)" % extra["dropped"])
         if extra.get("unfinished"):
             notes.append("%d frames not completed at the end" % extra["unfinished"])
         return "; ".join(notes)
@@ -403,8 +455,9 @@ class Bench:
             self.sender_why = "chosen by --sender xdp" if self.args.sender == "xdp" else \
                 "the default: gpupacket-xdp-send is built and sent 1000 frames in a probe"
             return
-        if self.args.sender == "xdp":
-            raise SystemExit("--sender xdp: " + why)
+        if self.args.sender == "xdp" or self.args.xdp_frames:
+            raise SystemExit("%s: %s" % ("--sender xdp" if self.args.sender == "xdp" else
+                                         "--xdp-frames (needs the xdp sender)", why))
         if not shutil.which("tcpreplay"):
             skip("no sender: %s, and no tcpreplay on PATH" % why)
         self.sender, self.sender_why = "tcpreplay", "the fallback: " + why
@@ -439,10 +492,11 @@ class Bench:
                 "ns_rx": per(rx_cpu), "ns_total": per(rx_cpu + sirq), "stats": stats,
                 "sender_note": self.sender_note(extra)}, stats
 
-    def run_receiver(self, name, kind, props, queues, rx_cores, proc=None):
+    def run_receiver(self, name, kind, props, queues, rx_cores, proc=None, delivery="skb"):
         alone = name
         name = with_proc(name, proc)
         self.make_veth(queues)
+        self.delivery = delivery
         self.napi_pids = []
         argv = self.receiver_argv(kind, props, rx_cores, proc)
         self.commands.append(("receiver " + name, quote(argv)))
@@ -564,12 +618,14 @@ class Bench:
                                   "status": "skipped", "note": why})
                 log("%s %s" % (name, why))
                 continue
-            self.run_receiver("afxdpsrc queues=%d" % q, "afxdpsrc", ["queues=%d" % q], q,
-                              cores(q + extra), proc)
-            if self.args.in_place:
-                self.run_receiver("afxdpsrc queues=%d in place" % q, "afxdpsrc",
-                                  ["queues=%d" % q, "frames-in-place=true"], q,
-                                  cores(q + extra), proc)
+            for delivery in ("skb", "frames") if self.args.xdp_frames else ("skb",):
+                how = XDP_FRAMES if delivery == "frames" else ""
+                self.run_receiver("afxdpsrc queues=%d%s" % (q, how), "afxdpsrc",
+                                  ["queues=%d" % q], q, cores(q + extra), proc, delivery)
+                if self.args.in_place:
+                    self.run_receiver("afxdpsrc queues=%d in place%s" % (q, how), "afxdpsrc",
+                                      ["queues=%d" % q, "frames-in-place=true"], q,
+                                      cores(q + extra), proc, delivery)
 
     def run(self):
         a = self.args
@@ -600,24 +656,29 @@ class Bench:
                                                    self.sender_why))
 
         # The sender alone, on each veth layout used.
-        self.sender_rate = {}
         layouts = sorted({1} | set(runnable))
-        for q in layouts:
+        deliveries = ("skb", "frames") if a.xdp_frames else ("skb",)
+        for q, delivery in [(q, d) for q in layouts for d in deliveries]:
             self.make_veth(q)
+            self.delivery = delivery
             sirq0 = softirq_seconds()
             sent, seconds, cpu, extra = self.send(None, a.duration)
             sirq = softirq_seconds() - sirq0
             if self.sender == "xdp":
-                self.commands.append(("sender (threads on cores %s)" % ",".join(map(str, self.sender_cores)),
+                self.commands.append(("sender (threads on cores %s%s)" %
+                                      (",".join(map(str, self.sender_cores)),
+                                       ", XDP frames" if delivery == "frames" else ""),
                                       quote(self.xdp_argv(self.sender_cores, None, a.duration))))
-                note = "%d xdp thread(s) on %d queue(s)" % (max(nsend, q), q)
+                note = "%d xdp thread(s) on %d queue(s)" % (max(nsend, q), q) \
+                    if delivery == "skb" else \
+                    "%d xdp thread(s) through the forwarding veth (%d queue(s)): XDP frames" % \
+                    (nsend, nsend)
             else:
                 self.commands.append(("sender (one per core in %s)" % ",".join(map(str, self.sender_cores)),
                                       quote(self.sender_argv(self.sender_cores[0], None, a.duration))))
                 note = "%d tcpreplay sender(s)" % nsend
             if self.sender_note(extra):
                 note += "; " + self.sender_note(extra)
-            self.sender_rate[q] = sent / seconds
             self.rows.append({"section": "sender", "receiver": "none (kernel drops)", "queues": q,
                               "sent": sent, "seconds": seconds, "sent_pps": sent / seconds,
                               "softirq_s": sirq, "sender_cpu_s": cpu, "status": "ok",
@@ -686,6 +747,18 @@ def report(bench, args):
         ("drop-free rate: afxdpsrc queues=1 / pcapsrc best",
          ratio(get("afxdpsrc queues=1", "drop_free_pps"), pcap_best)),
     ]
+    if args.xdp_frames:
+        one = "afxdpsrc queues=1" + XDP_FRAMES
+        ratios += [
+            ("CPU/packet, receiver only: %s / pcapsrc immediate" % one,
+             ratio(get(one, "ns_rx"), get("pcapsrc immediate", "ns_rx"))),
+            ("CPU/packet, receiver + softirq: %s / pcapsrc immediate" % one,
+             ratio(get(one, "ns_total"), get("pcapsrc immediate", "ns_total"))),
+            ("CPU/packet, receiver + softirq: %s / afxdpsrc queues=1" % one,
+             ratio(get(one, "ns_total"), get("afxdpsrc queues=1", "ns_total"))),
+            ("drop-free rate: %s / pcapsrc best" % one,
+             ratio(get(one, "drop_free_pps"), pcap_best)),
+        ]
     for q in args.queues:
         if q == 1:
             continue
@@ -748,6 +821,16 @@ def report(bench, args):
               "receiver's (--napi-cores: each as a NIC queue's interrupt core)"
               if args.napi_cores else
               "in the softirq of the sending cores (veth's default), for both sources"),
+          "- **delivery**: " + (
+              "pcapsrc and the afxdpsrc rows without a mark: frames sent to the receiving "
+              "veth (socket buffers, which veth copies into pages of its own before XDP); "
+              "rows marked%s: the senders transmit on a forwarding veth pair (a queue and a "
+              "NAPI thread a sender, on its core) whose far end redirects every frame into the "
+              "receiving veth (gpupacket-xdp-forward), which then hands XDP the frame as a NIC "
+              "driver does; drops there count as missing" % XDP_FRAMES
+              if args.xdp_frames else
+              "frames sent to the receiving veth (socket buffers, which veth copies into pages "
+              "of its own before XDP)"),
           "- **pipeline**: `... ! fakesink`" + (
               "; then each receiver again as `... ! gpupacketproc mode=%s ! fakesink` (the rows "
               "that name it)" % args.proc if args.proc else ""),
@@ -833,6 +916,10 @@ def main():
     p.add_argument("--in-place", action="store_true",
                    help="each afxdpsrc row again with frames-in-place=true (batches point "
                    "at the frames in the UMEM instead of copying them)")
+    p.add_argument("--xdp-frames", action="store_true",
+                   help="each afxdpsrc row again with the frames delivered as XDP frames, "
+                   "redirected from a second veth pair (gpupacket-xdp-forward), as a NIC driver "
+                   "hands frames to XDP (needs the xdp sender)")
     p.add_argument("--napi-cores", action="store_true",
                    help="the kernel's receive work on cores of its own after the receiver's, "
                    "as a NIC queue's interrupt core: afxdpsrc's veth NAPI (the XDP program and "
@@ -878,6 +965,12 @@ def main():
             skip("gst-inspect-1.0 finds no %s (GST_PLUGIN_PATH_1_0=%s)" %
                  (element, os.environ["GST_PLUGIN_PATH_1_0"]))
 
+    if args.xdp_frames:
+        forward = os.path.join(args.build, "bench", "gpupacket-xdp-forward")
+        if args.sender == "tcpreplay":
+            p.error("--xdp-frames needs the xdp sender")
+        if not os.access(forward, os.X_OK):
+            skip("--xdp-frames: no %s (built only where libxdp and libbpf are)" % forward)
     out = args.out or tempfile.mkdtemp(prefix="live-capture-bench-")
     os.makedirs(out, exist_ok=True)
     bench = Bench(args)
