@@ -278,8 +278,10 @@ class Bench:
             self.sh(["ip", "netns", "exec", self.ns_tx, "sh", "-c",
                      "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
             self.sh(["ip", "-n", self.ns_tx, "link", "set", ifc, "up"])
-        self.sh(["ip", "netns", "exec", self.ns_tx, self.xdp_forward, self.fwd_rx, self.tx],
-                record="forwarding (XDP redirect %s -> %s)" % (self.fwd_rx, self.tx))
+        r = self.sh(["ip", "netns", "exec", self.ns_tx, self.xdp_forward, self.fwd_rx, self.tx],
+                    check=False, record="forwarding (XDP redirect %s -> %s)" % (self.fwd_rx, self.tx))
+        if r.returncode != 0:
+            raise SystemExit("--xdp-frames: " + r.stdout.strip())
         pids = self.thread_napi(self.ns_tx, self.fwd_rx)
         for i, pid in enumerate(pids):
             self.sh(["taskset", "-pc", str(self.sender_cores[i % n]), str(pid)], check=False)
