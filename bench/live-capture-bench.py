@@ -42,7 +42,7 @@ source counts it, missing = sent - captured, CPU time a captured packet), then
 for the highest rate whose loss (missing or source-dropped, whichever is
 larger) is at most 0.1%.
 Exit 0 when every receiver that could run ran, 1 when one failed (or --sender
-xdp cannot send), 2 bad usage, 77 (SKIP) without root, ip, a sender,
+xdp cannot send, or --xdp-frames cannot forward), 2 bad usage, 77 (SKIP) without root, ip, a sender,
 gst-launch-1.0, the plugin, network namespaces or AF_XDP (bench/README.md).
 """
 import argparse
