@@ -148,13 +148,13 @@ GST_START_TEST (test_threads_end_with_the_stream)
       fail_unless (drain_text (h) == want);
       fail_unless (test::process_thread_count () >= before + 3);
       gst_element_set_state (h->element, GST_STATE_READY);
-      fail_unless_equals_int (test::process_thread_count (), before);
+      fail_unless_equals_int (test::thread_count_settled (before), before);
       gst_element_set_state (h->element, GST_STATE_PLAYING);
       gst_harness_set_src_caps_str (h, GPP_RESULTS_CAPS_NAME ", record-size=(int)128");
     }
     gst_harness_teardown (h);
   }
-  fail_unless_equals_int (test::process_thread_count (), before);
+  fail_unless_equals_int (test::thread_count_settled (before), before);
 }
 
 GST_END_TEST;

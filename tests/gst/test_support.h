@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -34,6 +35,18 @@ inline unsigned process_thread_count() {
   if (DIR *d = opendir("/proc/self/task")) {
     while (dirent *e = readdir(d)) n += e->d_name[0] != '.';
     closedir(d);
+  }
+  return n;
+}
+
+// The thread count once it is at most `want`, waiting up to `wait_ms` for
+// threads that are ending (a thread pool's idle worker may outlive its
+// task briefly); a thread left behind for good still shows.
+inline unsigned thread_count_settled(unsigned want, unsigned wait_ms = 1000) {
+  unsigned n = process_thread_count();
+  for (unsigned waited = 0; n > want && waited < wait_ms; waited += 10) {
+    usleep(10000);
+    n = process_thread_count();
   }
   return n;
 }
