@@ -254,14 +254,17 @@ class Bench:
         if r.returncode != 0:
             skip("cannot create a veth pair in a namespace: " + r.stdout.strip())
         for ns, ifc in ((self.ns_tx, self.tx), (self.ns_rx, self.rx)):
-            # No IPv6 (router solicitations would be captured); up.
-            self.sh(["ip", "netns", "exec", ns, "sh", "-c",
-                     "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
-            self.sh(["ip", "-n", ns, "link", "set", ifc, "up"])
+            self.bring_up(ns, ifc)
         self.queues = queues
         if self.args.xdp_frames:
             self.make_forwarding()
         time.sleep(0.2)
+
+    def bring_up(self, ns, ifc):
+        """IFC in NS up, without IPv6 (router solicitations would be captured)."""
+        self.sh(["ip", "netns", "exec", ns, "sh", "-c",
+                 "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
+        self.sh(["ip", "-n", ns, "link", "set", ifc, "up"])
 
     def make_forwarding(self):
         """--xdp-frames: the senders' veth pair again, a queue a sender, its far
@@ -275,9 +278,7 @@ class Bench:
                  "peer", "name", self.fwd_rx] + q + ["netns", self.ns_tx],
                 record="forwarding veth pair, %d queue(s)" % n)
         for ifc in (self.fwd_tx, self.fwd_rx):
-            self.sh(["ip", "netns", "exec", self.ns_tx, "sh", "-c",
-                     "echo 1 > /proc/sys/net/ipv6/conf/%s/disable_ipv6" % ifc], check=False)
-            self.sh(["ip", "-n", self.ns_tx, "link", "set", ifc, "up"])
+            self.bring_up(self.ns_tx, ifc)
         r = self.sh(["ip", "netns", "exec", self.ns_tx, self.xdp_forward, self.fwd_rx, self.tx],
                     check=False, record="forwarding (XDP redirect %s -> %s)" % (self.fwd_rx, self.tx))
         if r.returncode != 0:

@@ -149,11 +149,7 @@ GST_START_TEST (test_pcapsrc_start_stop_cycles_leave_no_thread)
     gst_object_unref (pipeline);
   }
   /* GStreamer's own threads (the task pool) may stay: none of pcapsrc's. */
-  guint after = test::process_thread_count ();
-  for (int i = 0; i < 100 && after > before + 2; i++) {
-    g_usleep (10000);
-    after = test::process_thread_count ();
-  }
+  const guint after = test::thread_count_settled (before + 2);
   fail_unless (after <= before + 2, "%u threads before the cycles, %u after", before, after);
 }
 
