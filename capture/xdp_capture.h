@@ -83,7 +83,9 @@ struct XdpQueueStats {
 };
 
 // A closed batch: the caller's memory handle (frames in place: the
-// capture's, for release_in_place()), its size and packets.
+// capture's, for release_in_place()), its size and packets.  The memory
+// may be larger than the batch (taken when the batch opened, see
+// receive()): `size` is what a buffer of it should say.
 struct XdpBatch {
   void *memory = nullptr;
   uint8_t *data = nullptr;      // frames in place: the batch's first byte
@@ -99,7 +101,9 @@ struct XdpBatch {
 class XdpCapture {
 public:
   // Memory for a batch of at most `capacity` bytes: where to write it, and
-  // the handle that travels with it; nullptr when none can be had.
+  // the handle that travels with it; nullptr when none can be had.  Called
+  // from the queues' threads, when a batch closes or, where its deadline
+  // will close it, when it opens.
   using Allocate = std::function<uint8_t *(size_t capacity, void **memory)>;
   // Gives back the memory of a batch nobody took, or one left empty.
   using Discard = std::function<void(void *memory)>;
@@ -166,7 +170,9 @@ private:
   XdpCapture(Allocate allocate, Discard discard, uint32_t capacity);
   void run_queue(Queue &q);
   void receive(Queue &q);
-  void deliver(Queue &q);
+  void deliver(Queue &q, bool at_deadline);
+  void take_open_memory(Queue &q);
+  void drop_open_memory(Queue &q);
   void release(Queue &q);
   void deliver_in_place(Queue &q);
   XdpBatch held_batch(Queue &q);

@@ -437,6 +437,9 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
       gst_buffer_append_memory (buf, mem);
     } else {
       buf = gpp_mapped_batch_finish (batch.memory);
+      /* Memory taken when the batch opened may be larger than the batch. */
+      if (gst_buffer_get_size (buf) != batch.size)
+        gst_buffer_set_size (buf, (gssize) batch.size);
     }
     GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
     GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -305,6 +306,108 @@ INSTANTIATE_TEST_SUITE_P(Waits, XdpCaptureLoopback, ::testing::Values(false, tru
                          [](const ::testing::TestParamInfo<bool> &p) {
                            return p.param ? "BusyPoll" : "Sleeping";
                          });
+
+// Memory for a batch that its deadline will close is taken when the batch
+// opens (its deadline then waits for no allocator), after a batch closed
+// by its deadline only; it is larger than the batch, which says its own
+// size; a batch that outgrows it gets memory of its exact size at its
+// close, and what it did not use goes back.
+TEST(XdpCaptureMemory, TakenWhenADeadlineWillCloseTheBatch) {
+  in_own_namespace([] {
+    std::atomic<int> live{0};
+    std::mutex lock;
+    std::vector<size_t> sizes; // every allocation, in order
+    auto allocate = [&](size_t size, void **memory) -> uint8_t * {
+      std::lock_guard<std::mutex> guard(lock);
+      sizes.push_back(size);
+      return heap_allocate(&live)(size, memory);
+    };
+    auto allocations = [&] {
+      std::lock_guard<std::mutex> guard(lock);
+      return sizes.size();
+    };
+    auto last_size = [&] {
+      std::lock_guard<std::mutex> guard(lock);
+      return sizes.back();
+    };
+    XdpSettings s;
+    s.interface = "lo";
+    s.queues = {0};
+    s.frame_count = 4096;
+    s.ring_size = 1024;
+    std::string error, warning;
+    {
+      auto cap = XdpCapture::open(s, allocate, heap_discard(&live), &error, &warning);
+      ASSERT_NE(cap, nullptr) << error;
+      const uint64_t timeout_ns = 400000000; // 400 ms: long enough to look inside
+      cap->set_batch_limits(256, timeout_ns);
+      cap->start();
+      std::vector<long> seen;
+      uint64_t next_number = 1;
+      gpp::capture::XdpBatch b;
+      auto take_one = [&](uint32_t want) {
+        seen.clear();
+        take_datagrams(*cap, want, &seen, &next_number, &live);
+        ASSERT_EQ(seen.size(), want);
+      };
+      // Nothing closed yet: the first batch takes its memory at its close.
+      send_datagrams(9999, 0, 1);
+      usleep(150000);
+      EXPECT_EQ(allocations(), 0u);
+      take_one(1);
+      ASSERT_EQ(allocations(), 1u);
+      const size_t one_packet = last_size();
+
+      // Closed by its deadline: the next batch has its memory while open,
+      // at least 16 KiB, and says its own, smaller size.
+      send_datagrams(9999, 1, 1);
+      usleep(150000);
+      EXPECT_EQ(cap->take(&b, 0), XdpCapture::Take::Timeout) << "the batch closed early";
+      ASSERT_EQ(allocations(), 2u) << "no memory taken when the batch opened";
+      EXPECT_GE(last_size(), size_t(16) << 10);
+      ASSERT_EQ(cap->take(&b, 2 * timeout_ns), XdpCapture::Take::Batch);
+      EXPECT_EQ(b.size, one_packet);
+      char why[256];
+      EXPECT_TRUE(gpp_batch_validate(static_cast<const uint8_t *>(b.memory), b.size, why,
+                                     sizeof why)) << why;
+      EXPECT_EQ(b.packets, 1u);
+      next_number += b.packets;
+      delete[] static_cast<uint8_t *>(b.memory);
+      --live;
+      EXPECT_EQ(allocations(), 2u);
+
+      // A batch that outgrows it: memory of its exact size at its close,
+      // the unused memory back; every datagram there once.
+      send_datagrams(9999, 2, 1);
+      usleep(100000);
+      ASSERT_EQ(allocations(), 3u);
+      const size_t taken_at_open = last_size();
+      send_datagrams(9999, 3, 250);
+      take_one(251);
+      ASSERT_EQ(allocations(), 4u);
+      EXPECT_GT(last_size(), taken_at_open);
+      for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], long(2 + i));
+      EXPECT_EQ(live.load(), 0) << "the memory taken at the opening was not given back";
+
+      // Closed by its size: the next batch takes its memory at its close.
+      cap->set_batch_limits(4, timeout_ns);
+      send_datagrams(9999, 300, 4);
+      take_one(4);
+      const size_t before = allocations();
+      send_datagrams(9999, 304, 1);
+      usleep(150000);
+      EXPECT_EQ(allocations(), before) << "memory taken at the opening after a batch filled by size";
+      take_one(1);
+      EXPECT_EQ(allocations(), before + 1);
+
+      // A batch open at the stop gives its memory back (checked below).
+      send_datagrams(9999, 305, 1);
+      usleep(100000);
+      EXPECT_EQ(allocations(), before + 2);
+    }
+    EXPECT_EQ(live.load(), 0) << "batch memory not given back";
+  });
+}
 
 // Frames in place: a batch is a descriptor slot ahead of the UMEM whose
 // packets are the frames themselves, in one mapping that on_mapped saw; a
