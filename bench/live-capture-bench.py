@@ -530,8 +530,14 @@ class Bench:
                 reached = keep["sent_pps"] >= 0.95 * alone_pps
                 if reached: # else the senders fell short: no answer either way
                     row["alone_rate_loss"] = keep["loss"]
-                log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% %s" %
+                    add_note(row, "at %s's drop-free rate the source dropped %d, %d missing"
+                             % (alone, keep["src_dropped"], keep["missing"]))
+                # Where the frames went: the source's own drops (its rings)
+                # or missing (lost before it, e.g. veth's queue).
+                log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% "
+                    "(source dropped %d, missing %d) %s" %
                     (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"],
+                     keep["src_dropped"], keep["missing"],
                      ("kept" if keep["loss"] <= LOSS_LIMIT else "not kept") if reached else
                      "(the senders fell short: not counted)"))
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
