@@ -197,6 +197,12 @@ def add_note(row, text):
     row["note"] = (row["note"] + "; " if row["note"] else "") + text
 
 
+def where_lost(m):
+    """Where a run's frames went: the source's own drops (its rings) or
+    missing (lost before it, e.g. in veth's queue)."""
+    return "the source dropped %d, %d missing" % (m["src_dropped"], m["missing"])
+
+
 def drops_of(kind, stats):
     if kind == "pcapsrc":
         return stats.get("dropped", 0) + stats.get("if-dropped", 0)
@@ -532,14 +538,9 @@ class Bench:
                 reached = keep["sent_pps"] >= 0.95 * alone_pps
                 if reached: # else the senders fell short: no answer either way
                     row["alone_rate_loss"] = keep["loss"]
-                    add_note(row, "at %s's drop-free rate the source dropped %d, %d missing"
-                             % (alone, keep["src_dropped"], keep["missing"]))
-                # Where the frames went: the source's own drops (its rings)
-                # or missing (lost before it, e.g. veth's queue).
-                log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% "
-                    "(source dropped %d, missing %d) %s" %
-                    (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"],
-                     keep["src_dropped"], keep["missing"],
+                    add_note(row, "at %s's drop-free rate %s" % (alone, where_lost(keep)))
+                log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s) %s" %
+                    (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"], where_lost(keep),
                      ("kept" if keep["loss"] <= LOSS_LIMIT else "not kept") if reached else
                      "(the senders fell short: not counted)"))
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
@@ -584,13 +585,10 @@ class Bench:
                     again, stats0 = self.measure(stats0, receiver, kind, best, self.args.duration)
                     if again["sent_pps"] >= 0.95 * best:
                         row["own_rate_again_loss"] = again["loss"]
-                        add_note(row, "again at its drop-free rate: loss %.3f %% (the source "
-                                 "dropped %d, %d missing)" % (100 * again["loss"],
-                                                              again["src_dropped"], again["missing"]))
-                    log("%s again at its drop-free %.0f pps (sent %.0f pps): loss %.4f%% "
-                        "(source dropped %d, missing %d)" %
-                        (name, best, again["sent_pps"], 100 * again["loss"],
-                         again["src_dropped"], again["missing"]))
+                        add_note(row, "again at its drop-free rate: loss %.3f %% (%s)" %
+                                 (100 * again["loss"], where_lost(again)))
+                    log("%s again at its drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s)" %
+                        (name, best, again["sent_pps"], 100 * again["loss"], where_lost(again)))
             if top["sender_note"]:
                 add_note(row, top["sender_note"])
             if top.get("stats", {}).get("xdp-mode"):
