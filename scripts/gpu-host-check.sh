@@ -7,7 +7,8 @@
 # PART: suite (tests, sanitizers, examples, live latency), bench (the CPU peers
 # on every core, then gpupacket-bench's stress and realistic grids, then
 # gpupacket-flow-bench, gpupacket-decap-bench and gpupacket-umem-bench), or
-# their pieces: suite-parity (the GPU tests and the live latency), suite-checks
+# their pieces: suite-parity (the GPU tests, the AF_XDP capture's test and the live
+# latency), suite-checks
 # (compute-sanitizer, the examples, Community ID and flows through
 # gst-launch), peers, bench-stress, bench-realistic, bench-flows,
 # bench-decap (decap=inner against none, every mode, report in $OUT/decap),
@@ -126,6 +127,9 @@ GPP_GPU_MODES_SWAP_REALISTIC=1 run swap-realistic $BUILD/tests/gpu/test-gpu-mode
 # Capture-to-result latency per mode on a veth pair (needs root and network
 # namespaces; iproute2 may come from the bundle).
 command -v ip > /dev/null || export PATH="$PWD/.gstrt/root/bin:$PATH"
+# The AF_XDP capture library under afxdpsrc, on this host's kernel (root, a
+# namespace of its own; skipped without).
+run xdp-capture $BUILD/tests/capture/test-xdp-capture
 TAIL=9 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
   run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
 # The same with the lowest-latency settings (threads spinning, results pushed

@@ -60,7 +60,7 @@ else
   # the fatbins, stay): with it the pack outgrows what a call carries.
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
-  find build/gst-plugin build/examples build/tests/gpu build/bench -maxdepth 1 -type f \
+  find build/gst-plugin build/examples build/tests/gpu build/tests/capture build/bench -maxdepth 1 -type f \
     \( -perm -u+x -o -name '*.so' \) -print0 | tar cf - --null -T - | tar xf - -C "$stage"
   find "$stage/build" -type f \( -perm -u+x -o -name '*.so' \) ! -name '*.sh' ! -name '*.py' \
     -exec strip --strip-debug {} + 2> /dev/null
