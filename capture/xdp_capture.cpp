@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include <gpupacket/packet-batch.h>
 
@@ -339,12 +340,13 @@ struct XdpCapture::Queue {
   uint64_t held_bytes = 0;
   uint64_t start_ns = 0; // monotonic: when the batch being built got its first frame
   uint64_t epoch = 0;    // XdpCapture::epoch_ then: a pause since drops the batch
-  // Frames copied out: memory taken when the batch opened (its handle and
-  // size; null when none was), and whether the last batch closed at its
-  // deadline and its size.
-  void *open_memory = nullptr;
-  uint8_t *open_dst = nullptr;
-  size_t open_bytes = 0;
+  // Frames copied out: memory taken when the batch opened (none: dst
+  // null), and whether the last batch closed at its deadline and its size.
+  struct OpenMemory {
+    void *memory = nullptr; // the caller's handle
+    uint8_t *dst = nullptr;
+    size_t bytes = 0;
+  } open;
   bool last_at_deadline = false;
   size_t last_bytes = 0;
   uint32_t ring_size = 0;
@@ -783,19 +785,15 @@ std::vector<XdpQueueStats> XdpCapture::stats() const {
 // so a trickle holds little; a batch that outgrows it takes memory of its
 // exact size at its close, as a batch filled by size always does.
 void XdpCapture::take_open_memory(Queue &q) {
-  if (in_place_ || q.open_dst || !q.last_at_deadline) return;
+  if (in_place_ || q.open.dst || !q.last_at_deadline) return;
   const size_t bytes = std::min<size_t>(capacity_, std::max(2 * q.last_bytes, kOpenMemoryMinBytes));
-  q.open_dst = allocate_(bytes, &q.open_memory);
-  q.open_bytes = q.open_dst ? bytes : 0;
+  q.open.dst = allocate_(bytes, &q.open.memory);
+  q.open.bytes = q.open.dst ? bytes : 0;
 }
 
 // Gives back memory taken at a batch's opening that no batch used.
 void XdpCapture::drop_open_memory(Queue &q) {
-  if (!q.open_dst) return;
-  discard_(q.open_memory);
-  q.open_memory = nullptr;
-  q.open_dst = nullptr;
-  q.open_bytes = 0;
+  if (q.open.dst) discard_(std::exchange(q.open, {}).memory);
 }
 
 // Closes the batch being built: memory from the caller (taken when it
@@ -812,13 +810,10 @@ void XdpCapture::deliver(Queue &q, bool at_deadline) {
   size_t data = 0;
   for (const Queue::Held &h : q.held) data += gpp_align_up(h.len, GPP_PACKET_ALIGN);
   const size_t size = gpp_batch_size(n, data);
-  if (q.open_dst && q.open_bytes < size) drop_open_memory(q);
-  void *memory = q.open_memory;
-  uint8_t *dst = q.open_dst;
-  q.open_memory = nullptr;
-  q.open_dst = nullptr;
-  q.open_bytes = 0;
-  if (!dst) dst = allocate_(size, &memory);
+  if (q.open.bytes < size) drop_open_memory(q);
+  const Queue::OpenMemory open = std::exchange(q.open, {});
+  void *memory = open.memory;
+  uint8_t *dst = open.dst ? open.dst : allocate_(size, &memory);
   q.last_at_deadline = at_deadline;
   q.last_bytes = size;
   if (!dst) {
