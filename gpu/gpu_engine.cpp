@@ -421,7 +421,9 @@ public:
       return false;
     if (!running_ && !start_kernel(device_cfg, flows, acl_tuple_count(cfg.acl), error)) return false;
 
-    post(head_++, count, static_cast<uint32_t>(batch_size),
+    const uint64_t ticket = head_++;
+    write_inline(control()->jobs[ticket % slots_], ticket, batch, static_cast<uint32_t>(batch_size));
+    post(ticket, count, static_cast<uint32_t>(batch_size),
          reinterpret_cast<const GppBatchHeader *>(batch)->linktype, batch_bits, results_bits);
     counters_.add(batch_size, results_bytes(count, cfg));
     return true;
@@ -483,6 +485,21 @@ private:
               results_bits);
   }
 
+  // A small batch into `job`'s inline words (PersistentJob), before its
+  // two words announce it.
+  static void write_inline(PersistentJob &job, uint64_t ticket, const uint8_t *batch,
+                           uint32_t batch_size) {
+    const uint32_t words = persistent_inline_words(batch_size);
+    const uint32_t tag = persistent_inline_tag(ticket);
+    for (uint32_t i = 0; i < words; ++i) {
+      const uint32_t at = i * kPersistentInlineWordBytes;
+      const uint32_t n = std::min(kPersistentInlineWordBytes, batch_size - at);
+      uint32_t word[4] = {0, 0, 0, tag};
+      std::memcpy(word, batch + at, n);
+      store16(&job.inline_words[i], word);
+    }
+  }
+
   // Writes `job`'s words as those of job `ticket`.
   static void write_job(PersistentJob &job, uint64_t ticket, uint32_t count, uint32_t batch_size,
                         uint32_t linktype, uint64_t batch_bits, uint64_t results_bits) {
@@ -498,7 +515,8 @@ private:
   // One 16-byte store (movdqa): atomic on x86 CPUs with AVX, so the kernel
   // never reads half a word.
   static void store16(void *dst, const void *src) {
-    static_assert(sizeof(PersistentJobHead) == 16 && sizeof(PersistentJobBuffers) == 16,
+    static_assert(sizeof(PersistentJobHead) == 16 && sizeof(PersistentJobBuffers) == 16 &&
+                      sizeof(uint4) == 16,
                   "job words are 16 bytes");
     __m128i v;
     std::memcpy(&v, src, 16);

@@ -170,6 +170,7 @@ struct Job {
   const uint8_t *batch;
   GppResult *results;
   unsigned long long start_ns; // block 0's %globaltimer when it saw the job
+  bool staged;                 // block 0: the batch came inline, whole in the stage already
 };
 
 enum class Next { Process, Skip, Stop };
@@ -177,13 +178,19 @@ enum class Next { Process, Skip, Stop };
 // Block 0: polls the job until both its words carry this ticket.  Lanes 0
 // and 1 read them in one instruction: one 32-byte read over PCIe per round
 // (separate reads of one line, and of a separate stop flag, measured slower).
+// With `read_inline` (the job before came inline), every lane reads the
+// job's inline words in the same round: a small job's batch is then in
+// `stage` without another round trip (PersistentJob).  Not otherwise: the
+// wider read made each round, and so a large job's, about 0.4 us slower
+// (H100, 2026-12-07); a small job after a large one is staged from `batch`.
 // No acquire follows the poll: the batch it announces is read with .cv loads
 // (straight from host memory) issued only after the poll saw the job, which
 // orders them in practice.  The PTX model would want a system-scope acquire
 // here; left out, untried, because acquires empty the SM's L1 (the ACL and
 // DPI tables a one-packet job reads), as the full fence at the answer did
 // (about +2 us for one packet).
-__device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &job) {
+__device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &job, uint8_t *stage,
+                          bool read_inline) {
   __shared__ int stop;
   const unsigned slot = ticket % launch.slots;
   if (threadIdx.x < 32) {
@@ -191,19 +198,58 @@ __device__ Next poll_host(const PersistentLaunch &launch, uint64_t ticket, Job &
     static_assert(offsetof(PersistentJob, buffers) == sizeof(PersistentJobHead),
                   "the job's two words are one 32-byte read");
     const auto *words = reinterpret_cast<const uint4 *>(&launch.control->jobs[slot]);
+    uint4 *inline_words = launch.control->jobs[slot].inline_words;
     const uint32_t tag32 = static_cast<uint32_t>(ticket + 1);
     const uint32_t tag16 = static_cast<uint32_t>(ticket + 1) & 0xffffu;
+    const uint32_t inline_tag = persistent_inline_tag(ticket);
+    constexpr unsigned K = kPersistentInlineWordsPerLane;
     uint4 w = {};
+    uint4 iw[K] = {};
+    uint32_t inline_count = 0;
+    bool staged = false;
     for (;;) {
       if (lane < 2) w = load_volatile_v4(words + lane);
+      if (read_inline) {
+#pragma unroll
+        for (unsigned k = 0; k < K; ++k) iw[k] = load_volatile_v4(inline_words + lane + 32 * k);
+      }
       const bool fresh = lane == 0   ? w.x == tag32
                          : lane == 1 ? (w.y >> 16) == tag16 && (w.w >> 16) == tag16
                                      : true;
-      if (__all_sync(0xffffffffu, fresh)) break;
+      if (__all_sync(0xffffffffu, fresh)) {
+        // The job is there; are its inline words?  (Read in the same round,
+        // they may have been read before they landed: then read again.)
+        inline_count = persistent_inline_words(__shfl_sync(0xffffffffu, w.z, 0)); // batch_size
+        if (!read_inline || inline_count == 0) break;
+        bool landed = true;
+#pragma unroll
+        for (unsigned k = 0; k < K; ++k)
+          if (lane + 32 * k < inline_count && iw[k].w != inline_tag) landed = false;
+        staged = __all_sync(0xffffffffu, landed);
+        if (staged) break;
+        continue;
+      }
       if (launch.idle_sleep_ns) __nanosleep(launch.idle_sleep_ns);
+    }
+    // The batch into the stage, and the job's words cleared for the slot's
+    // next job whether read or not (ordered before the answer, as the
+    // records are).
+    auto *stage32 = reinterpret_cast<uint32_t *>(stage);
+#pragma unroll
+    for (unsigned k = 0; k < K; ++k) {
+      const unsigned i = lane + 32 * k;
+      if (i < inline_count) {
+        if (staged) {
+          stage32[3 * i] = iw[k].x;
+          stage32[3 * i + 1] = iw[k].y;
+          stage32[3 * i + 2] = iw[k].z;
+        }
+        inline_words[i] = make_uint4(0, 0, 0, 0);
+      }
     }
     if (lane == 0) {
       job.head = {w.x, w.y, w.z, w.w};
+      job.staged = staged;
       stop = job.head.packet_count == kPersistentStopJob;
     } else if (lane == 1) {
       job.batch = reinterpret_cast<const uint8_t *>(
@@ -256,6 +302,7 @@ __device__ Next wait_fanout(const PersistentLaunch &launch, uint64_t ticket, Job
       job.batch = reinterpret_cast<const uint8_t *>((static_cast<uint64_t>(b.y) << 32) | b.x);
       job.results = reinterpret_cast<GppResult *>((static_cast<uint64_t>(b.w) << 32) | b.z);
       job.start_ns = __ldcg(&fan->start_ns);
+      job.staged = false;
     }
     next = n;
   }
@@ -292,11 +339,14 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
   rss_table->fill(launch.cfg.rss_key, tid, T);
   __syncthreads();
 
+  bool read_inline = true; // block 0: the job before came inline (poll_host)
   for (uint64_t ticket = launch.first_ticket;; ++ticket) {
     const unsigned slot = ticket % launch.slots;
     PersistentFanout *fan = &launch.state->slots[slot];
-    const Next next = blockIdx.x == 0 ? poll_host(launch, ticket, job)
+    const Next next = blockIdx.x == 0 ? poll_host(launch, ticket, job, shared_stage, read_inline)
                                       : wait_fanout(launch, ticket, job);
+    // (Not in the other blocks: a skipped job's head may be rewritten at once.)
+    if (blockIdx.x == 0) read_inline = persistent_inline_words(job.head.batch_size) > 0;
     if (next == Next::Stop) return;
     if (next == Next::Skip) continue;
     if (blockIdx.x == 0 && tid == 0) job.start_ns = global_timer_ns();
@@ -328,7 +378,14 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
                              job.head.batch_size <= kSoloStageBytes &&
                              job.head.batch_size <= min(chunks, gridDim.x) * kSoloStageMaxShare;
     if (blockIdx.x == 0 && staged_by_0) {
-      stage<From::Host>(job.batch, staging, 0, job.head.batch_size);
+      if (job.staged) { // the inline copy: in shared memory already
+        const auto *src = reinterpret_cast<const uint32_t *>(shared_stage);
+        auto *dst = reinterpret_cast<uint32_t *>(staging);
+        const uint32_t n = 3 * persistent_inline_words(job.head.batch_size);
+        for (uint32_t i = tid; i < n; i += T) dst[i] = src[i];
+      } else {
+        stage<From::Host>(job.batch, staging, 0, job.head.batch_size);
+      }
       __syncthreads(); // every thread's copy before thread 0's release below
     }
     if (blockIdx.x == 0 && tid == 0 && fanned_out) {
@@ -350,7 +407,7 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       uint8_t *stage_base = shared_stage;
       uint32_t stage_lo = 0;
       if (whole) {
-        stage<From::Host>(job.batch, shared_stage, 0, job.head.batch_size);
+        if (!job.staged) stage<From::Host>(job.batch, shared_stage, 0, job.head.batch_size);
         __syncthreads();
         if (tid < n)
           descs[tid] =
