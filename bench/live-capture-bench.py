@@ -542,6 +542,10 @@ class Bench:
                     if reached: # else the senders fell short: no answer either way
                         losses.append(keep["loss"])
                         add_note(row, "at %s's drop-free rate %s" % (alone, where_lost(keep)))
+                    else:
+                        add_note(row, "a run at %s's drop-free rate not counted (the senders "
+                                 "sent %.0f pps; loss %.3f %%)" %
+                                 (alone, keep["sent_pps"], 100 * keep["loss"]))
                     log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s) %s" %
                         (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"],
                          where_lost(keep),
@@ -597,6 +601,10 @@ class Bench:
                             losses.append(again["loss"])
                             add_note(row, "again at its drop-free rate: loss %.3f %% (%s)" %
                                      (100 * again["loss"], where_lost(again)))
+                        else:
+                            add_note(row, "a run again at its drop-free rate not counted (the "
+                                     "senders sent %.0f pps; loss %.3f %%)" %
+                                     (again["sent_pps"], 100 * again["loss"]))
                         log("%s again at its drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s)" %
                             (name, best, again["sent_pps"], 100 * again["loss"], where_lost(again)))
                     if losses:
@@ -812,21 +820,27 @@ def report(bench, args):
                                      get(name, "drop_free_pps"))))
                 # One run each: its loss; several (--keep-runs): the median,
                 # then how many runs kept the rate.
+                # Runs where the senders fell short are not counted: the
+                # label says how many of the N were.
+                n = args.keep_runs
                 for what, who, key in (("through the proc", with_proc(name, args.proc),
                                         "alone_rate_loss"),
                                        ("alone, run again as long", name, "own_rate_again_loss")):
                     loss = get(who, key)
-                    runs = meas.get(who, {}).get(key + "es") or []
-                    ratios.append(("loss %% at %s's own drop-free rate, %s%s"
-                                   % (name, what, ", median of %d runs" % len(runs)
-                                      if len(runs) > 1 else
-                                      " (kept: <= %g)" % (100 * LOSS_LIMIT) if what[0] == "t"
-                                      else ""),
+                    runs = get(who, key + "es") or []
+                    counted = ("" if n == 1 else
+                               ", median of %d counted run(s) of %d" % (len(runs), n) if runs else
+                               ", none of %d runs counted" % n)
+                    ratios.append(("loss %% at %s's own drop-free rate, %s%s%s"
+                                   % (name, what, counted,
+                                      " (kept: <= %g)" % (100 * LOSS_LIMIT) if n == 1 and
+                                      what[0] == "t" else ""),
                                    None if loss is None else 100 * loss, "%.3f"))
-                    if len(runs) > 1:
-                        ratios.append(("runs of those keeping it (loss <= %g %%)"
-                                       % (100 * LOSS_LIMIT),
-                                       sum(l <= LOSS_LIMIT for l in runs), "%%d of %d" % len(runs)))
+                    if n > 1 and runs:
+                        ratios.append(("runs keeping it (loss <= %g %%), %s, %s"
+                                       % (100 * LOSS_LIMIT, name, what),
+                                       sum(l <= LOSS_LIMIT for l in runs),
+                                       "%%d of %d counted" % len(runs)))
 
     widths = [max(len(h), *(len(t[i]) for t in table)) for i, h in enumerate(head[:-1])]
     lines = ["  ".join(h.ljust(w) for h, w in zip(head[:-1], widths)) + "  note"]
@@ -985,6 +999,8 @@ def main():
                    help="the build folder (its gst-plugin/ when GST_PLUGIN_PATH_1_0 is unset)")
     p.add_argument("--out", help="where report.md and report.csv go (default: a temp folder)")
     args = p.parse_args()
+    if args.keep_runs < 1:
+        p.error("--keep-runs: a count >= 1")
     try:
         args.queues = sorted({int(q) for q in args.queues.split(",")})
         if not args.queues or min(args.queues) < 1:

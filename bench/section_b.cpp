@@ -192,7 +192,8 @@ void section_b(Run &run, Grid &grid) {
     }
     t.notes.push_back("GPU-side: the kernel's own %globaltimer from block 0 seeing the job to "
                       "writing its answer (staging the batch over PCIe, the core, the records "
-                      "and the system-scope fence); host - GPU: the doorbell reaching the "
+                      "and the system-scope fence; a batch of at most 768 bytes comes with the "
+                      "job, before the clock starts); host - GPU: the doorbell reaching the "
                       "polling warp, the answer reaching the host, and the host's own work.");
     t.notes.push_back("GPU phases (DeviceTiming::last_device_phases), each the latest block's end of it "
                       "after block 0 saw the job: woken = the block has the job (block 0 first "

@@ -136,7 +136,7 @@ struct alignas(16) PersistentPhases {
 // job's inline words, 12 of its bytes and a tag in each 16-byte word, and
 // the polling warp reads them in the same round as the job's two words, so
 // the kernel has the batch without a second PCIe round trip to fetch it
-// (a one-packet job's GPU time 4.1-4.3 -> 2.5 us on the H100, BENCHMARKS.md).
+// (a one-packet job 7.4 -> 6.1-6.2 us p50 on the host clock, H100, BENCHMARKS.md).
 // A job of at most kPersistentInlineBytes comes so, always; the kernel reads
 // the words only after a job that came so too (a round that reads them is
 // slower), and may still read the batch from `batch` (after a larger job, or
