@@ -504,6 +504,30 @@ class Bench:
                 "ns_rx": per(rx_cpu), "ns_total": per(rx_cpu + sirq), "stats": stats,
                 "sender_note": self.sender_note(extra)}, stats
 
+    def runs_at(self, stats0, receiver, kind, pps, row, name, what, key):
+        """--keep-runs runs at `pps`, each as long as a top-speed run, each
+        noted in `row`; of those the senders reached (within 5 %: short of it
+        there is no answer either way) the median loss goes to row[key], every
+        loss to row[key + "es"] (report() reads both)."""
+        losses = []
+        for _ in range(self.args.keep_runs):
+            m, stats0 = self.measure(stats0, receiver, kind, pps, self.args.duration)
+            reached = m["sent_pps"] >= 0.95 * pps
+            if reached:
+                losses.append(m["loss"])
+                add_note(row, "%s: loss %.3f %% (%s)" % (what, 100 * m["loss"], where_lost(m)))
+            else:
+                add_note(row, "a run %s not counted (the senders sent %.0f pps; loss %.3f %%)" %
+                         (what, m["sent_pps"], 100 * m["loss"]))
+            log("%s %s, %.0f pps (sent %.0f pps): loss %.4f%% (%s) %s" %
+                (name, what, pps, m["sent_pps"], 100 * m["loss"], where_lost(m),
+                 ("kept" if m["loss"] <= LOSS_LIMIT else "not kept") if reached else
+                 "(the senders fell short: not counted)"))
+        if losses:
+            row[key] = statistics.median(losses)
+            row[key + "es"] = losses
+        return stats0
+
     def run_receiver(self, name, kind, props, queues, rx_cores, proc=None, delivery="skb"):
         alone = name
         name = with_proc(name, proc)
@@ -535,25 +559,8 @@ class Bench:
             # without loss, as long as a top-speed run: does the pipeline keep it?
             alone_pps = self.drop_free.get(alone) if proc else None
             if alone_pps:
-                losses = []
-                for _ in range(self.args.keep_runs):
-                    keep, stats0 = self.measure(stats0, receiver, kind, alone_pps, self.args.duration)
-                    reached = keep["sent_pps"] >= 0.95 * alone_pps
-                    if reached: # else the senders fell short: no answer either way
-                        losses.append(keep["loss"])
-                        add_note(row, "at %s's drop-free rate %s" % (alone, where_lost(keep)))
-                    else:
-                        add_note(row, "a run at %s's drop-free rate not counted (the senders "
-                                 "sent %.0f pps; loss %.3f %%)" %
-                                 (alone, keep["sent_pps"], 100 * keep["loss"]))
-                    log("%s at %s's drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s) %s" %
-                        (name, alone, alone_pps, keep["sent_pps"], 100 * keep["loss"],
-                         where_lost(keep),
-                         ("kept" if keep["loss"] <= LOSS_LIMIT else "not kept") if reached else
-                         "(the senders fell short: not counted)"))
-                if losses:
-                    row["alone_rate_loss"] = statistics.median(losses)
-                    row["alone_rate_losses"] = losses
+                stats0 = self.runs_at(stats0, receiver, kind, alone_pps, row, name,
+                                      "at %s's drop-free rate" % alone, "alone_rate_loss")
             top, stats0 = self.measure(stats0, receiver, kind, None, self.args.duration)
             row.update(top)
             log("%s at top speed: sent %d, captured %d, dropped %d, missing %d" %
@@ -593,23 +600,8 @@ class Bench:
                 if self.args.proc:
                     # The same run the pipeline through the proc gets, alone:
                     # is the bisected rate itself held in a second, longer run?
-                    losses = []
-                    for _ in range(self.args.keep_runs):
-                        again, stats0 = self.measure(stats0, receiver, kind, best,
-                                                     self.args.duration)
-                        if again["sent_pps"] >= 0.95 * best:
-                            losses.append(again["loss"])
-                            add_note(row, "again at its drop-free rate: loss %.3f %% (%s)" %
-                                     (100 * again["loss"], where_lost(again)))
-                        else:
-                            add_note(row, "a run again at its drop-free rate not counted (the "
-                                     "senders sent %.0f pps; loss %.3f %%)" %
-                                     (again["sent_pps"], 100 * again["loss"]))
-                        log("%s again at its drop-free %.0f pps (sent %.0f pps): loss %.4f%% (%s)" %
-                            (name, best, again["sent_pps"], 100 * again["loss"], where_lost(again)))
-                    if losses:
-                        row["own_rate_again_loss"] = statistics.median(losses)
-                        row["own_rate_again_losses"] = losses
+                    stats0 = self.runs_at(stats0, receiver, kind, best, row, name,
+                                          "again at its drop-free rate", "own_rate_again_loss")
             if top["sender_note"]:
                 add_note(row, top["sender_note"])
             if top.get("stats", {}).get("xdp-mode"):
