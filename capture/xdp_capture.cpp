@@ -122,6 +122,24 @@ int load_redirect_program(int map_fd) {
                        sizeof insns / sizeof insns[0], nullptr);
 }
 
+// Attaches the program to `ifindex` in `mode` (XDP_FLAGS_DRV_MODE or
+// _SKB_MODE), only where no program is: through a BPF link where the kernel
+// has XDP links (Linux 5.9), so the program goes with the process even when
+// it is killed (SIGKILL); else through netlink, where it stays until
+// detached.  0 (and *link_fd where a link holds it) or a negative errno.
+int attach_program(int ifindex, int prog_fd, uint32_t mode, int *link_fd) {
+  bpf_link_create_opts opts{};
+  opts.sz = sizeof opts;
+  opts.flags = mode;
+  const int fd = bpf_link_create(prog_fd, ifindex, BPF_XDP, &opts);
+  if (fd >= 0) {
+    *link_fd = fd;
+    return 0;
+  }
+  if (-fd == EBUSY || -fd == EEXIST) return fd; // a program is there: netlink would say the same
+  return bpf_xdp_attach(ifindex, prog_fd, mode | XDP_FLAGS_UPDATE_IF_NOEXIST, nullptr);
+}
+
 std::string why_open_failed(const XdpSettings &s, uint32_t queue, int err, const char *step) {
   const std::string dev = "\"" + s.interface + "\"";
   std::string why;
@@ -434,8 +452,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
   cap->queue_ids_ = ids;
 
   // The map of queue -> socket and the program, attached only where no
-  // other program is (XDP_FLAGS_UPDATE_IF_NOEXIST); native first where
-  // allowed, auto falls back to generic (SKB) mode.
+  // other program is (attach_program()); native first where allowed, auto
+  // falls back to generic (SKB) mode.
   uint32_t max_queue = 0;
   for (uint32_t q : ids) max_queue = std::max(max_queue, q);
   cap->map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "gpp_xsks", sizeof(uint32_t),
@@ -453,8 +471,7 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
   if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
   if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
   for (size_t at = 0;; ++at) {
-    const int rc = bpf_xdp_attach(ifindex, cap->prog_fd_, attach[at] | XDP_FLAGS_UPDATE_IF_NOEXIST,
-                                  nullptr);
+    const int rc = attach_program(ifindex, cap->prog_fd_, attach[at], &cap->link_fd_);
     if (!rc) {
       cap->attach_flags_ = attach[at];
       break;
@@ -463,8 +480,8 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
       *error = attached_is_ours(ifindex)
                    ? "Another afxdpsrc already captures on " + dev + ": one afxdpsrc per "
                      "interface, given every queue it should capture (queues=); if none "
-                     "runs, one ended without cleaning up: ip link set dev " + s.interface +
-                     " xdp off"
+                     "runs, one killed on a kernel without XDP links (before 5.9) left it: "
+                     "ip link set dev " + s.interface + " xdp off"
                    : why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
       return nullptr;
     }
@@ -586,7 +603,11 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
 XdpCapture::~XdpCapture() {
   stop();
   queues_.clear(); // sockets, then UMEMs
-  if (attach_flags_) {
+  if (link_fd_ >= 0) {
+    // Detached now, though a child forked since holds the link's fd too.
+    bpf_link_detach(link_fd_);
+    close(link_fd_);
+  } else if (attach_flags_) {
     // Only if the program attached is still ours.
     bpf_xdp_attach_opts opts{};
     opts.sz = sizeof opts;

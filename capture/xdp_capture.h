@@ -193,6 +193,7 @@ private:
   int ifindex_ = 0;
   int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
   uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
+  int link_fd_ = -1;               // the BPF link holding it, where attached by one
   std::atomic<uint32_t> batch_packets_{256};
   std::atomic<uint64_t> batch_timeout_ns_{1000000};
   std::atomic<bool> running_{false}, stopping_{false}, failed_{false};

@@ -18,12 +18,15 @@ queue (MTU livenet.XDP_MTU).
     capabilities dropped), xdp-mode=native and generic (stats say which),
     auto falling back to generic where native is refused (a peer MTU too
     large for native XDP) and native then naming the MTU.
-(c) stats-interval posts "afxdpsrc-stats" element messages with every field.
+(c) A pipeline (GST_LAUNCH) killed with SIGKILL leaves no XDP program on the
+    interface, and afxdpsrc starts there again.
+(d) stats-interval posts "afxdpsrc-stats" element messages with every field.
 
 Usage: test_afxdp_lifecycle.py GST_LAUNCH (run by meson as root; exits 77
 where namespaces, tcpreplay or AF_XDP are not available)."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -392,6 +395,34 @@ def errors(Gst, tx_ns, tmp):
     check("no XDP program left after the mode checks", livenet.xdp_attached(rx) == "")
 
 
+def killed(Gst, gst_launch):
+    """A pipeline killed with SIGKILL takes its program with it: it is
+    attached through a BPF link, which the kernel detaches when the last fd
+    on it closes (XDP links: Linux 5.9)."""
+    rx = livenet.RX_IF
+    release = tuple(int(x) for x in re.findall(r"\d+", os.uname().release)[:2])
+    if release < (5, 9):
+        print(f"skip SIGKILL check: kernel {os.uname().release} has no XDP links")
+        return
+    child = subprocess.Popen([gst_launch, "afxdpsrc", f"device={rx}", "!", "fakesink"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while livenet.xdp_attached(rx) == "" and child.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    attached = livenet.xdp_attached(rx)
+    child.kill()
+    child.wait()
+    deadline = time.monotonic() + 5
+    while livenet.xdp_attached(rx) != "" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = livenet.xdp_attached(rx)
+    check("a pipeline killed with SIGKILL leaves no XDP program behind",
+          attached != "" and left == "", f"(while it ran: {attached!r}; after: {left!r})")
+    stats, _, _ = playing_stats(Gst, f"afxdpsrc name=src device={rx} ! fakesink")
+    check("afxdpsrc starts again on the interface after it", stats is not None)
+
+
 def stats_messages(Gst, tx_ns, tmp):
     frames = [livenet.marker_frame(n) for n in range(5)]
     five = os.path.join(tmp, "five.pcap")
@@ -431,6 +462,7 @@ def main(tx_ns, args):
     tmp = tempfile.mkdtemp(prefix="gpp-afxdp-lifecycle-")
     lifecycle(Gst, tx_ns, tmp)
     errors(Gst, tx_ns, tmp)
+    killed(Gst, args[0])
     stats_messages(Gst, tx_ns, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
