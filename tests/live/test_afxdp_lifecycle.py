@@ -56,15 +56,20 @@ def vm_size_kib():
         return next(int(line.split()[1]) for line in fh if line.startswith("VmSize:"))
 
 
+def poll(read, done, timeout):
+    """read() every 50 ms until done(value) or `timeout` s; the last value."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
 def settle_resources(baseline, timeout=10):
     """Waits until fds and threads are back at `baseline` (a thread pool's
     idle thread ends on its own time); what they are."""
-    deadline = time.monotonic() + timeout
-    now = resources()
-    while now != baseline and time.monotonic() < deadline:
-        time.sleep(0.05)
-        now = resources()
-    return now
+    return poll(resources, lambda now: now == baseline, timeout)
 
 
 def bus_error(Gst, description, timeout=10):
@@ -406,17 +411,11 @@ def killed(Gst, gst_launch):
         return
     child = subprocess.Popen([gst_launch, "afxdpsrc", f"device={rx}", "!", "fakesink"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while livenet.xdp_attached(rx) == "" and child.poll() is None and \
-            time.monotonic() < deadline:
-        time.sleep(0.05)
-    attached = livenet.xdp_attached(rx)
+    attached = poll(lambda: livenet.xdp_attached(rx),
+                    lambda a: a != "" or child.poll() is not None, 20)
     child.kill()
     child.wait()
-    deadline = time.monotonic() + 5
-    while livenet.xdp_attached(rx) != "" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = livenet.xdp_attached(rx)
+    left = poll(lambda: livenet.xdp_attached(rx), lambda a: a == "", 5)
     check("a pipeline killed with SIGKILL leaves no XDP program behind",
           attached != "" and left == "", f"(while it ran: {attached!r}; after: {left!r})")
     stats, _, _ = playing_stats(Gst, f"afxdpsrc name=src device={rx} ! fakesink")
