@@ -22,6 +22,8 @@ First the sender alone (nothing attached to the receiving end: the kernel
 drops the frames, which are for another host), then each receiver pinned to
 its own cores and running gst-launch-1.0 ... ! fakesink:
   pcapsrc device=RX immediate-mode=true / immediate-mode=false,
+  with --pcap-fanout N pcapsrc immediate-mode=false fanout=N (N sockets of
+  a PACKET_FANOUT group, a thread and a core each),
   afxdpsrc device=RX queues=N for each N of --queues (skipped where the
   machine lacks N receiver cores + 1 sender core, unless --oversubscribe),
   and with --in-place each again with frames-in-place=true;
@@ -644,6 +646,16 @@ class Bench:
         self.run_receiver("pcapsrc buffered", "pcapsrc", ["immediate-mode=false"], 1,
                           cores(1 + extra), proc)
         ncpu = os.cpu_count() or 1
+        for n in self.args.pcap_fanout:
+            name = "pcapsrc buffered fanout=%d" % n
+            if n + extra + 1 > ncpu and not self.args.oversubscribe:
+                why = "%d receiver cores + 1 sender core > %d cores" % (n + extra, ncpu)
+                self.rows.append({"section": "measure", "receiver": with_proc(name, proc),
+                                  "queues": 1, "status": "skipped", "note": why})
+                log("%s %s" % (with_proc(name, proc), why))
+                continue
+            self.run_receiver(name, "pcapsrc", ["immediate-mode=false", "fanout=%d" % n], 1,
+                              cores(n + extra), proc)
         for q in self.args.queues:
             if q not in self.runnable[extra]:
                 name = with_proc("afxdpsrc queues=%d" % q, proc)
@@ -672,7 +684,8 @@ class Bench:
         self.runnable = {more: [q for q in qlist if fits(q, more)] for more in (0, extra)}
         runnable = self.runnable[0]
         rx_max = max([1] + [napi * q + extra for q in self.runnable[extra]] +
-                     [napi * q for q in runnable])
+                     [napi * q for q in runnable] +
+                     [n + extra for n in a.pcap_fanout if a.oversubscribe or n + extra + 1 <= ncpu])
         nsend = a.senders or max(1, ncpu - rx_max)
         if nsend + 1 > ncpu and not a.oversubscribe:
             nsend = max(1, ncpu - 1)
@@ -794,6 +807,15 @@ def report(bench, args):
             ("drop-free rate: %s / pcapsrc best" % one,
              ratio(get(one, "drop_free_pps"), pcap_best)),
         ]
+    for n in args.pcap_fanout:
+        f = "pcapsrc buffered fanout=%d" % n
+        ratios.append(("drop-free rate: pcapsrc fanout=%d / pcapsrc best" % n,
+                       ratio(get(f, "drop_free_pps"), pcap_best)))
+        ratios.append(("CPU/packet, receiver + softirq: pcapsrc fanout=%d / pcapsrc buffered" % n,
+                       ratio(get(f, "ns_total"), get("pcapsrc buffered", "ns_total"))))
+        ratios.append(("drop-free rate: afxdpsrc %d queues / pcapsrc fanout=%d" % (n, n),
+                       ratio(get("afxdpsrc queues=%d" % n, "drop_free_pps"),
+                             get(f, "drop_free_pps"))))
     for q in args.queues:
         if q == 1:
             continue
@@ -951,6 +973,10 @@ def main():
                    help="seconds-long runs and 2 bisection steps (a smoke run)")
     p.add_argument("--queues", default="1,2,4",
                    help="afxdpsrc queue counts, comma-separated (default 1,2,4)")
+    p.add_argument("--pcap-fanout", default="", metavar="N[,N]",
+                   help="pcapsrc immediate-mode=false fanout=N rows too (N sockets of a "
+                   "PACKET_FANOUT group, a thread and a core each), comma-separated counts "
+                   "(default: none). With --napi-cores their receive path is on one core too")
     p.add_argument("--sender", choices=("xdp", "tcpreplay"),
                    help="xdp: gpupacket-xdp-send (AF_XDP); tcpreplay: tcpreplay processes "
                    "(default: xdp where it is built and can send here, else tcpreplay)")
@@ -999,6 +1025,12 @@ def main():
             raise ValueError
     except ValueError:
         p.error("--queues: a comma-separated list of counts >= 1")
+    try:
+        args.pcap_fanout = sorted({int(n) for n in args.pcap_fanout.split(",") if n.strip()})
+        if args.pcap_fanout and min(args.pcap_fanout) < 2:
+            raise ValueError
+    except ValueError:
+        p.error("--pcap-fanout: a comma-separated list of counts >= 2")
     if args.proc is not None and not args.proc.split():
         p.error("--proc: a mode, then any properties ('persistent low-latency=true')")
     if args.duration is None:

@@ -630,37 +630,12 @@ void XdpCapture::stop() {
   drop_queued();
 }
 
-void XdpCapture::set_batch_limits(uint32_t packets, uint64_t timeout_ns) {
-  packets = packets ? packets : 1;
-  // Called for every batch taken: the threads are woken only by a change.
-  const bool same_packets = batch_packets_.exchange(packets) == packets;
-  const bool same_timeout = batch_timeout_ns_.exchange(timeout_ns) == timeout_ns;
-  if (same_packets && same_timeout) return;
-  wake_threads();
-}
-
 void XdpCapture::wake_threads() {
   for (auto &q : queues_) {
     const uint64_t one = 1;
     if (write(q->mapping->wake_fd, &one, sizeof one) < 0) {
     } // an eventfd write fails only on overflow: it is awake then
   }
-}
-
-void XdpCapture::start() {
-  drop_queued();
-  running_ = true;
-  wake_threads();
-}
-
-void XdpCapture::pause() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    running_ = false;
-    ++epoch_; // a batch begun before the pause is never delivered
-    changed_.notify_all(); // a thread waiting for room gives its batch up
-  }
-  wake_threads();
 }
 
 // Whether something take() waits for happened (signals_ moved on from
@@ -688,7 +663,6 @@ bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
 XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
   const uint64_t until_ns = monotonic_ns() + wait_ns;
   std::unique_lock<std::mutex> lock(mutex_);
-  auto attention = [&] { return interrupted_ || poked_ || !error_.empty() || !ready_.empty(); };
   if (busy_poll_) {
     // Sleep until a batch opens (the queue's thread then says so), spin
     // until it closes.
@@ -714,68 +688,13 @@ XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
     }
   }
   const uint64_t now = monotonic_ns();
-  if (!changed_.wait_for(lock, std::chrono::nanoseconds(until_ns > now ? until_ns - now : 0),
-                         attention) ||
-      (poked_ && ready_.empty() && !interrupted_ && error_.empty())) {
-    poked_ = false;
-    return Take::Timeout;
-  }
-  poked_ = false;
-  if (interrupted_) return Take::Interrupted;
-  if (!ready_.empty()) {
-    *batch = ready_.front();
-    ready_.pop_front();
-    changed_.notify_all(); // a queue's thread may wait for room
-    return Take::Batch;
-  }
-  return Take::Failed;
+  return take_ready(lock, batch, std::chrono::steady_clock::now() +
+                                     std::chrono::nanoseconds(until_ns > now ? until_ns - now : 0));
 }
 
 void XdpCapture::signal_consumer() {
   signals_.fetch_add(1, std::memory_order_release);
   changed_.notify_all();
-}
-
-void XdpCapture::interrupt() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  interrupted_ = true;
-  signal_consumer();
-}
-
-void XdpCapture::poke() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  poked_ = true;
-  signal_consumer();
-}
-
-void XdpCapture::resume() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  interrupted_ = false;
-}
-
-void XdpCapture::drop_queued() {
-  std::deque<XdpBatch> dropped;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    dropped.swap(ready_);
-    changed_.notify_all();
-  }
-  for (const XdpBatch &b : dropped) {
-    discarded_ += b.packets;
-    give_back(b);
-  }
-}
-
-std::string XdpCapture::error() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return error_;
-}
-
-void XdpCapture::fail(const std::string &why) {
-  failed_ = true;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (error_.empty()) error_ = why;
-  signal_consumer();
 }
 
 std::vector<XdpQueueStats> XdpCapture::stats() const {
@@ -890,10 +809,7 @@ void XdpCapture::queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs) {
     give_back(batch);
     return;
   }
-  batch.first_number = next_number_;
-  for (uint32_t i = 0; i < batch.packets; ++i) descs[i].packet_number = next_number_++;
-  ready_.push_back(batch);
-  signal_consumer();
+  queue_numbered(batch, descs);
 }
 
 // Closes the batch being built with its frames in place: its header and

@@ -23,6 +23,8 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "batch_handoff.h"
+
 namespace gpp::capture {
 
 enum class XdpCopyMode { Auto, ZeroCopy, Copy };   // XDP_ZEROCOPY / XDP_COPY bind
@@ -98,7 +100,7 @@ struct XdpBatch {
   uint64_t first_number = 0;    // packet number of its first packet
 };
 
-class XdpCapture {
+class XdpCapture final : public BatchHandoff<XdpBatch> {
 public:
   // Memory for a batch of at most `capacity` bytes: where to write it, and
   // the handle that travels with it; nullptr when none can be had.  Called
@@ -122,38 +124,21 @@ public:
   XdpCapture(const XdpCapture &) = delete;
   XdpCapture &operator=(const XdpCapture &) = delete;
 
-  // Read by each queue's thread before every wait: a change applies to the
-  // batch being built.
-  void set_batch_limits(uint32_t packets, uint64_t timeout_ns);
+  // set_batch_limits(), start(), pause() (the threads take frames off the
+  // rings and drop them), running(): BatchHandoff's.
 
-  // The threads receive into batches (PLAYING) ...
-  void start();
-  // ... or take frames off the rings and drop them, counted as discarded
-  // (PAUSED: nothing captured then is delivered later).  A batch being
-  // built is dropped too.
-  void pause();
-
-  enum class Take { Batch, Timeout, Interrupted, Failed };
+  using Take = TakeResult;
   // The next closed batch, waiting at most `wait_ns`; Interrupted after
   // interrupt() (until resume()), Failed once a thread has failed (error()).
   // With busy polling the caller spins while a batch is being built (it
   // takes the batch the moment it closes) and sleeps otherwise.
+  // interrupt(), resume(), poke(), error(), discarded(): BatchHandoff's.
   Take take(XdpBatch *batch, uint64_t wait_ns);
-  void interrupt();
-  void resume();
-  // Ends a take() waiting now with Timeout (the consumer's state changed).
-  void poke();
-  // Drops the queued batches (a restart), counted as discarded.
-  void drop_queued();
 
-  std::string error() const;
   bool zero_copy() const { return zero_copy_; }
   bool native() const { return native_; }
-  // Whether the threads deliver (start() since the last pause()).
-  bool running() const { return running_.load(); }
   const std::vector<uint32_t> &queues() const { return queue_ids_; }
   std::vector<XdpQueueStats> stats() const;
-  uint64_t discarded() const { return discarded_.load(); }
   bool frames_in_place() const { return in_place_; }
   // Frames in place: whether every queue's mapping was registered (on_mapped).
   bool device_mapped() const { return device_mapped_; }
@@ -178,11 +163,10 @@ private:
   XdpBatch held_batch(Queue &q);
   void queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs);
   bool take_returned(Queue &q);
-  void give_back(const XdpBatch &batch);
-  void signal_consumer(); // with mutex_ held
+  void give_back(const XdpBatch &batch) override;
+  void signal_consumer() override; // with mutex_ held
   bool spin_for_batch(uint64_t seen, uint64_t until_ns);
-  void fail(const std::string &why);
-  void wake_threads();
+  void wake_threads() override;
 
   Allocate allocate_;
   Discard discard_;
@@ -194,10 +178,6 @@ private:
   int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
   uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
   int link_fd_ = -1;               // the BPF link holding it, where attached by one
-  std::atomic<uint32_t> batch_packets_{256};
-  std::atomic<uint64_t> batch_timeout_ns_{1000000};
-  std::atomic<bool> running_{false}, stopping_{false}, failed_{false};
-  std::atomic<uint64_t> epoch_{0}; // counts pauses: a batch begun before one is dropped
   bool busy_poll_ = false;
   // Batches being built (a queue's first frame taken, not yet queued or
   // dropped), and a count of what take() waits for (a batch queued, an
@@ -205,15 +185,7 @@ private:
   std::atomic<uint32_t> open_batches_{0};
   std::atomic<uint64_t> signals_{0};
   std::atomic<bool> consumer_asleep_{false}; // take() waits for a batch to open
-  std::atomic<uint64_t> discarded_{0};
   int wake_fd_ = -1; // eventfd: start/pause/stop end the threads' waits
-
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<XdpBatch> ready_;
-  uint64_t next_number_ = 1;
-  bool interrupted_ = false, poked_ = false;
-  std::string error_;
 };
 
 } // namespace gpp::capture

@@ -175,3 +175,19 @@ gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, gui
   /* Timestamps from different CPUs may be slightly out of ring order. */
   GST_BUFFER_DURATION (buf) = last_ns > first_ns ? last_ns - first_ns : 0;
 }
+
+std::function<uint8_t *(size_t, void **)>
+gpp_mapped_batch_allocator (GstBaseSrc * src, GppBatchRecycler * recycler)
+{
+  return[src, recycler] (size_t size, void **memory) -> uint8_t * {
+    GppMappedBatch *mapped = gpp_mapped_batch_new (src, size, recycler);
+    *memory = mapped;
+    return mapped ? mapped->map.data : nullptr;
+  };
+}
+
+void
+gpp_mapped_batch_discard (void *handle)
+{
+  gst_buffer_unref (gpp_mapped_batch_finish (handle));
+}

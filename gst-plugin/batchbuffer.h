@@ -5,6 +5,8 @@
 
 #include <gst/base/gstbasesrc.h>
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 
 /* Now on the clock of the descriptors' capture timestamps (the wall clock,
@@ -56,6 +58,14 @@ GppMappedBatch *gpp_mapped_batch_new (GstBaseSrc * src, gsize size, GppBatchRecy
 /* Unmaps the batch behind `handle` (a GppMappedBatch), frees the handle and
  * returns the buffer. */
 GstBuffer *gpp_mapped_batch_finish (void *handle);
+
+/* The Allocate of a capture library's threads (capture/: BatchProducer,
+ * XdpCapture, PcapFanout): gpp_mapped_batch_new, its handle in *memory. */
+std::function<uint8_t *(size_t, void **)> gpp_mapped_batch_allocator (GstBaseSrc * src,
+    GppBatchRecycler * recycler);
+
+/* Frees a batch such a thread wrote that was never pushed. */
+void gpp_mapped_batch_discard (void *handle);
 
 /* A live batch's PTS: the running time at which its first packet was
  * captured (`first_ns`, wall clock), i.e. now on the pipeline clock less the

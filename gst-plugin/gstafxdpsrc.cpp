@@ -44,6 +44,7 @@
 #include "engine.h"
 #include "gpupacket/gstpacketbatchmeta.h"
 #include "gpupacket/packet-batch.h"
+#include "livecapture.h"
 #include "xdp_capture.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_af_xdp_src_debug);
@@ -63,8 +64,6 @@ GST_DEBUG_CATEGORY_STATIC (gst_af_xdp_src_debug);
 #define DEFAULT_FRAME_COUNT 8192
 #define DEFAULT_RING_SIZE 2048
 #define DEFAULT_STATS_INTERVAL 1000     /* ms */
-/* Longest wait for a batch before create () looks at its state again. */
-#define TAKE_WAIT_NS (100 * GST_MSECOND)
 
 typedef enum
 {
@@ -288,16 +287,8 @@ gst_af_xdp_src_start_body (GstBaseSrc * base)
   self->stats->lock.unlock ();
 
   auto *state = new GstAfXdpSrcState ();
-  GppBatchRecycler *recycler = &state->recycler;
-  auto allocate =[base, recycler] (size_t size, void **memory) -> uint8_t * {
-    GppMappedBatch *mapped = gpp_mapped_batch_new (base, size, recycler);
-    *memory = mapped;
-    return mapped ? mapped->map.data : nullptr;
-  };
-  auto discard =[](void *memory) {
-    gst_buffer_unref (gpp_mapped_batch_finish (memory));
-  };
-  state->capture = gpp::capture::XdpCapture::open (settings, allocate, discard, &error,
+  state->capture = gpp::capture::XdpCapture::open (settings,
+      gpp_mapped_batch_allocator (base, &state->recycler), gpp_mapped_batch_discard, &error,
       &warning);
   if (!state->capture) {
     delete state;
@@ -387,74 +378,40 @@ static GstFlowReturn
 gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
 {
   GstAfXdpSrc *self = GST_AF_XDP_SRC (src);
-  GstBaseSrc *base = GST_BASE_SRC (src);
-  GstAfXdpSrcState *st = self->state;
-  using Take = gpp::capture::XdpCapture::Take;
-
-  for (;;) {
-    if (!base->live_running) {
-      /* PAUSED: the queues drop what arrives until PLAYING. */
-      const GstFlowReturn playing = gst_base_src_wait_playing (base);
-      if (playing != GST_FLOW_OK)
-        return playing;
-    }
-    GST_OBJECT_LOCK (self);
-    const guint batch_size = self->batch_size;
-    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
-    GST_OBJECT_UNLOCK (self);
-    st->capture->set_batch_limits (batch_size, timeout_ns);
-    if (!st->capture->running ()) {
-      /* First in PLAYING, or again after a pause (which change_state may
-       * have made while this thread was pushing): the allocator downstream
-       * is known from here on. */
-      st->capture->start ();
-    }
-    gst_af_xdp_src_maybe_post_stats (self);
-    gpp::capture::XdpBatch batch;
-    switch (st->capture->take (&batch, TAKE_WAIT_NS)) {
-      case Take::Timeout:
-        if (!base->live_running)
-          st->capture->pause ();
-        continue;
-      case Take::Interrupted:
-        return GST_FLOW_FLUSHING;
-      case Take::Failed:
-        GST_ELEMENT_ERROR (self, RESOURCE, READ, ("AF_XDP capture on \"%s\" failed: %s.",
-                self->device, st->capture->error ().c_str ()), (NULL));
-        return GST_FLOW_ERROR;
-      case Take::Batch:
-        break;
-    }
-    GstBuffer *buf;
-    if (batch.data) {
-      /* Frames in place: the slot's header and descriptors, running to the
-       * end of the UMEM; the frames go back when the buffer is freed. */
-      GstMemory *mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, batch.data, batch.size,
-          0, batch.size, batch.memory, gpp::capture::XdpCapture::release_in_place);
-      if (batch.device_mapped)
-        gpp_memory_mark_device_mapped (mem);
-      buf = gst_buffer_new ();
-      gst_buffer_append_memory (buf, mem);
-    } else {
-      buf = gpp_mapped_batch_finish (batch.memory);
-      /* Memory taken when the batch opened may be larger than the batch. */
-      if (gst_buffer_get_size (buf) != batch.size)
-        gst_buffer_set_size (buf, (gssize) batch.size);
-    }
-    GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
-    GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
-    gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
-        batch.last_capture_ns);
-    GST_LOG_OBJECT (self, "batch of %u packets from queue %u", batch.packets, batch.queue);
-    {
-      std::lock_guard<std::mutex> guard (self->stats->lock);
-      self->stats->packets += batch.packets;
-      self->stats->batches++;
-      self->stats->bytes += batch.captured_bytes;
-    }
-    *out = buf;
-    return GST_FLOW_OK;
+  gpp::capture::XdpBatch batch;
+  const GstFlowReturn taken = gpp_live_capture_take (self, *self->state->capture, &batch,
+      "AF_XDP capture", gst_af_xdp_src_maybe_post_stats);
+  if (taken != GST_FLOW_OK)
+    return taken;
+  GstBuffer *buf;
+  if (batch.data) {
+    /* Frames in place: the slot's header and descriptors, running to the
+     * end of the UMEM; the frames go back when the buffer is freed. */
+    GstMemory *mem = gst_memory_new_wrapped (GST_MEMORY_FLAG_READONLY, batch.data, batch.size,
+        0, batch.size, batch.memory, gpp::capture::XdpCapture::release_in_place);
+    if (batch.device_mapped)
+      gpp_memory_mark_device_mapped (mem);
+    buf = gst_buffer_new ();
+    gst_buffer_append_memory (buf, mem);
+  } else {
+    buf = gpp_mapped_batch_finish (batch.memory);
+    /* Memory taken when the batch opened may be larger than the batch. */
+    if (gst_buffer_get_size (buf) != batch.size)
+      gst_buffer_set_size (buf, (gssize) batch.size);
   }
+  GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
+  GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
+  gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
+      batch.last_capture_ns);
+  GST_LOG_OBJECT (self, "batch of %u packets from queue %u", batch.packets, batch.queue);
+  {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->packets += batch.packets;
+    self->stats->batches++;
+    self->stats->bytes += batch.captured_bytes;
+  }
+  *out = buf;
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -475,10 +432,8 @@ gst_af_xdp_src_change_state (GstElement * element, GstStateChange transition)
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
   if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED) {
     std::lock_guard<std::mutex> guard (self->state_lock);
-    if (self->state) {
-      self->state->capture->pause ();
-      self->state->capture->poke ();
-    }
+    if (self->state)
+      gpp_live_capture_pause (*self->state->capture);
   }
   return ret;
 }

@@ -23,12 +23,23 @@
  * messages every #GstPcapSrc:stats-interval ms.  Capturing needs root or the
  * CAP_NET_RAW and CAP_NET_ADMIN capabilities.
  *
+ * With #GstPcapSrc:fanout N above 1, pcapsrc opens N sockets on the
+ * interface, joined in one Linux PACKET_FANOUT group
+ * (#GstPcapSrc:fanout-mode, #GstPcapSrc:fanout-group), each read by a thread
+ * of its own that builds its batches by the same rules, as Suricata's and
+ * Zeek's AF_PACKET workers do.  A batch holds the packets of one socket in
+ * their capture order; batches of several sockets are pushed in the order
+ * they were closed, so with fanout-mode=hash a flow's packets stay in order
+ * and different flows interleave batch by batch.  Packet numbers count up
+ * in push order.
+ *
  * ## Example launch lines
  * |[
  * gst-launch-1.0 pcapsrc location=trace.pcap filter="tcp port 443" ! gpupacketproc ! \
  *     packetresultenc format=csv ! filesink location=trace.csv
  * gst-launch-1.0 pcapsrc device=eth0 batch-size=256 batch-timeout=500 ! \
  *     gpupacketproc acl-rules=fw.rules ! pcapsink verdict=drop location=dropped.pcap
+ * gst-launch-1.0 pcapsrc device=eth0 fanout=4 immediate-mode=false ! gpupacketproc ! fakesink
  * ]|
  */
 #include "gstpcapsrc.h"
@@ -48,10 +59,12 @@
 #include <mutex>
 #include <string>
 
-#include "batch_builder.h"
 #include "batch_producer.h"
 #include "batchbuffer.h"
 #include "capture_reader.h"
+#include "livecapture.h"
+#include "pcap_fanout.h"
+#include "pcap_live.h"
 
 GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define GST_CAT_DEFAULT gst_pcap_src_debug
@@ -81,9 +94,75 @@ GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 /* A batch ends early once its packet bytes pass this, keeping every 32-bit
  * descriptor offset valid and one buffer a sensible size for one copy. */
 #define MAX_BATCH_BYTES (256u << 20)
-/* Packets taken from libpcap per call while a live batch fills, so the byte
- * limit above is overshot by at most this many packets. */
-#define LIVE_DISPATCH_CHUNK 64
+#define DEFAULT_FANOUT 1
+#define DEFAULT_FANOUT_MODE GST_PCAP_SRC_FANOUT_HASH
+#define DEFAULT_FANOUT_GROUP 0
+/* The fanout property's range: values above kMaxFanout (and 0) are refused
+ * at start with a message, rather than by GLib's range check, which only
+ * warns and keeps the old value. */
+#define MAX_FANOUT_PARAM 65535
+#define MAX_FANOUT 64           /* for the blurb: the capture library's kMaxFanout */
+
+static_assert (MAX_FANOUT == gpp::capture::kMaxFanout, "pcapsrc's fanout blurb");
+
+typedef enum
+{
+  GST_PCAP_SRC_FANOUT_HASH,
+  GST_PCAP_SRC_FANOUT_HASH_DEFRAG,
+  GST_PCAP_SRC_FANOUT_LB,
+  GST_PCAP_SRC_FANOUT_CPU,
+  GST_PCAP_SRC_FANOUT_QM,
+  GST_PCAP_SRC_FANOUT_ROLLOVER,
+} GstPcapSrcFanoutMode;
+
+static gpp::capture::FanoutMode
+gst_pcap_src_fanout_mode (GstPcapSrcFanoutMode mode)
+{
+  switch (mode) {
+    case GST_PCAP_SRC_FANOUT_HASH_DEFRAG:
+      return gpp::capture::FanoutMode::HashDefrag;
+    case GST_PCAP_SRC_FANOUT_LB:
+      return gpp::capture::FanoutMode::LoadBalance;
+    case GST_PCAP_SRC_FANOUT_CPU:
+      return gpp::capture::FanoutMode::Cpu;
+    case GST_PCAP_SRC_FANOUT_QM:
+      return gpp::capture::FanoutMode::QueueMapping;
+    case GST_PCAP_SRC_FANOUT_ROLLOVER:
+      return gpp::capture::FanoutMode::Rollover;
+    case GST_PCAP_SRC_FANOUT_HASH:
+      break;
+  }
+  return gpp::capture::FanoutMode::Hash;
+}
+
+static GType
+gst_pcap_src_fanout_mode_get_type (void)
+{
+  using gpp::capture::fanout_mode_name;
+  using gpp::capture::FanoutMode;
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {GST_PCAP_SRC_FANOUT_HASH, "PACKET_FANOUT_HASH: by flow hash, both directions of a flow "
+          "on one socket; packets as on the wire (a datagram's fragments share a socket, "
+          "maybe not its flow's)", fanout_mode_name (FanoutMode::Hash)},
+    {GST_PCAP_SRC_FANOUT_HASH_DEFRAG, "PACKET_FANOUT_HASH with PACKET_FANOUT_FLAG_DEFRAG "
+          "(Suricata's cluster_flow): IPv4 fragments reassembled by the kernel first, so a "
+          "fragmented datagram arrives as one packet on its flow's socket, and one whose "
+          "fragments do not all arrive is never seen", fanout_mode_name (FanoutMode::HashDefrag)},
+    {GST_PCAP_SRC_FANOUT_LB, "PACKET_FANOUT_LB: round robin, packet by packet (a flow's "
+          "packets spread over the sockets)", fanout_mode_name (FanoutMode::LoadBalance)},
+    {GST_PCAP_SRC_FANOUT_CPU, "PACKET_FANOUT_CPU: by the CPU that received the packet",
+        fanout_mode_name (FanoutMode::Cpu)},
+    {GST_PCAP_SRC_FANOUT_QM, "PACKET_FANOUT_QM: by the NIC's receive queue (its RSS hash)",
+        fanout_mode_name (FanoutMode::QueueMapping)},
+    {GST_PCAP_SRC_FANOUT_ROLLOVER, "PACKET_FANOUT_ROLLOVER: fill one socket, then the next "
+          "when its ring is full", fanout_mode_name (FanoutMode::Rollover)},
+    {0, NULL, NULL},
+  };
+  if (g_once_init_enter (&type))
+    g_once_init_leave (&type, g_enum_register_static ("GstPcapSrcFanoutMode", values));
+  return type;
+}
 
 enum
 {
@@ -99,6 +178,9 @@ enum
   PROP_IMMEDIATE_MODE,
   PROP_STATS_INTERVAL,
   PROP_THREADS,
+  PROP_FANOUT,
+  PROP_FANOUT_MODE,
+  PROP_FANOUT_GROUP,
   PROP_STATS,
 };
 
@@ -108,48 +190,51 @@ struct GstPcapSrcState
   GppBatchRecycler recycler;    /* batches' memory where downstream offers none */
   std::unique_ptr<gpp::capture::CaptureReader> reader;
   std::unique_ptr<gpp::capture::BatchProducer> producer;
-  /* A live interface: read on the streaming thread. */
-  pcap_t *pcap = nullptr;
-  bpf_program filter_program {};
-  bool have_filter = false;
+  /* A live interface, fanout=1: one socket read on the streaming thread. */
+  std::unique_ptr<gpp::capture::PcapSocket> socket;
+  gpp::capture::LiveBatch batch;        /* being built; packets_read: frame number */
+  gpp::capture::FillControl fill;       /* the element's side of socket->fill () */
+  GstFlowReturn fill_stopped = GST_FLOW_FLUSHING;       /* why fill stopped */
+  /* fanout>1: sockets read by threads of their own. */
+  std::unique_ptr<gpp::capture::PcapFanout> fanout;
   bool live = false;
-  bool nano = true;             /* libpcap delivers ns (else µs) timestamps */
   guint linktype = 0;
-  guint64 packets_read = 0;     /* packets read so far: frame number */
+  guint64 packets_read = 0;     /* from a file: records read so far */
   bool at_end = false;
   std::string read_error;       /* libpcap error after a partial batch, posted next */
-  gpp::BatchBuilder builder;
-  guint64 builder_bytes = 0;    /* captured bytes of the packets in builder */
-  guint64 first_ts = 0, last_ts = 0;  /* capture times (ns) in the live batch */
-  guint64 first_arrival = 0;    /* monotonic ns when its first packet was read: bounds the
-                                 * deadline if the wall clock steps back */
   std::chrono::steady_clock::time_point next_message;
 
   ~GstPcapSrcState ()
   {
     producer.reset ();          /* its thread uses the reader */
-    if (have_filter)
-      pcap_freecode (&filter_program);
-    if (pcap)
-      pcap_close (pcap);
+    fanout.reset ();            /* its threads before the recycler */
   }
 };
 
-/* Counters for the stats property and messages.  The live pcap handle is
- * here too, so that pcap_stats never runs on a handle being closed. */
+/* libpcap's counters (pcap_stats), summed over the sockets. */
+struct GstPcapSrcKernelStats
+{
+  guint64 received = 0, dropped = 0, if_dropped = 0;
+};
+
+/* Counters for the stats property and messages.  The live sockets are here
+ * too, so that pcap_stats never runs on a handle being closed. */
 struct GstPcapSrcStats
 {
   std::mutex lock;
-  pcap_t *live_pcap = nullptr;
+  gpp::capture::PcapSocket *live_socket = nullptr;
+  gpp::capture::PcapFanout *live_fanout = nullptr;
   guint64 packets = 0, batches = 0, bytes = 0;
   guint64 discarded = 0;        /* captured, never pushed (stop, EOS, PAUSED) */
-  struct pcap_stat kernel {};   /* the last pcap_stats answer */
+  GstPcapSrcKernelStats kernel; /* the last pcap_stats answers */
+  guint sockets = 0;
 
   void reset ()
   {
     std::lock_guard<std::mutex> guard (lock);
     packets = batches = bytes = discarded = 0;
     kernel = {};
+    sockets = 0;
   }
 };
 
@@ -169,6 +254,9 @@ struct _GstPcapSrc
   gboolean immediate_mode;
   guint stats_interval_ms;
   guint threads;
+  guint fanout;
+  GstPcapSrcFanoutMode fanout_mode;
+  guint fanout_group;
   gint linktype;                /* of the open capture, -1 when none is open */
 
   int wakeup_fd;                /* eventfd: unlock () or a settings change ends a wait */
@@ -186,13 +274,6 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
 #define gst_pcap_src_parent_class parent_class
 G_DEFINE_TYPE (GstPcapSrc, gst_pcap_src, GST_TYPE_PUSH_SRC);
 GST_ELEMENT_REGISTER_DEFINE (pcapsrc, "pcapsrc", GST_RANK_NONE, GST_TYPE_PCAP_SRC);
-
-static guint64
-monotonic_ns ()
-{
-  return std::chrono::duration_cast<std::chrono::nanoseconds> (
-      std::chrono::steady_clock::now ().time_since_epoch ()).count ();
-}
 
 /* Wakes a create () waiting for packets. */
 static void
@@ -213,24 +294,6 @@ gst_pcap_src_drain_wakeups (GstPcapSrc * self)
     if (read (self->wakeup_fd, &count, sizeof count) < 0 && errno != EAGAIN)
       GST_WARNING_OBJECT (self, "eventfd read: %s", g_strerror (errno));
   }
-}
-
-static gboolean
-gst_pcap_src_compile_filter (GstPcapSrc * self, GstPcapSrcState * state,
-    const std::string & filter, const std::string & source)
-{
-  if (filter.empty ())
-    return TRUE;
-  if (pcap_compile (state->pcap, &state->filter_program, filter.c_str (), 1,
-          PCAP_NETMASK_UNKNOWN) != 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("Invalid packet filter \"%s\": %s. Check its syntax in man pcap-filter.",
-            filter.c_str (), pcap_geterr (state->pcap)),
-        ("pcap_compile failed for \"%s\"", source.c_str ()));
-    return FALSE;
-  }
-  state->have_filter = true;
-  return TRUE;
 }
 
 static gboolean
@@ -261,108 +324,142 @@ gst_pcap_src_open_file (GstPcapSrc * self, GstPcapSrcState * state,
   return TRUE;
 }
 
-/* Posts the error for a failed pcap_activate, with what to do about it. */
+/* Posts the error of a live socket or fanout that could not be opened. */
 static void
-gst_pcap_src_activate_error (GstPcapSrc * self, pcap_t * pcap, int rc, const char *device)
+gst_pcap_src_live_error (GstPcapSrc * self, const gpp::capture::PcapLiveError & e)
 {
-  const char *detail = pcap_geterr (pcap);
-  switch (rc) {
-    case PCAP_ERROR_NO_SUCH_DEVICE:
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND,
-          ("No network interface \"%s\". List the interfaces with \"ip link\" and "
-              "set device to one of them.", device), ("%s", detail));
+  using Kind = gpp::capture::PcapLiveError::Kind;
+  const char *detail = e.detail.c_str ();
+  switch (e.kind) {
+    case Kind::NoSuchDevice:
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_FOUND, ("%s", e.message.c_str ()), ("%s", detail));
       break;
-    case PCAP_ERROR_PERM_DENIED:
-    case PCAP_ERROR_PROMISC_PERM_DENIED:
-      GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED,
-          ("No permission to capture on \"%s\" (capturing needs CAP_NET_RAW%s). Run as "
-              "root, or grant the capabilities to the program, e.g. \"sudo setcap "
-              "cap_net_raw,cap_net_admin+eip $(command -v gst-launch-1.0)\".", device,
-              rc == PCAP_ERROR_PROMISC_PERM_DENIED ? ", and CAP_NET_ADMIN for "
-              "promiscuous mode" : ""), ("%s", detail));
+    case Kind::Permission:
+      GST_ELEMENT_ERROR (self, RESOURCE, NOT_AUTHORIZED, ("%s", e.message.c_str ()), ("%s",
+              detail));
       break;
-    case PCAP_ERROR_IFACE_NOT_UP:
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Network interface \"%s\" is down. Bring it up with \"ip link set %s up\".",
-              device, device), ("%s", detail));
+    case Kind::Filter:
+    case Kind::Fanout:
+      GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", e.message.c_str ()), ("%s", detail));
       break;
-    default:
-      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-          ("Could not capture on network interface \"%s\": %s", device,
-              *detail ? detail : pcap_statustostr (rc)), ("pcap_activate: %s",
-              pcap_statustostr (rc)));
+    case Kind::InterfaceDown:
+    case Kind::Other:
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ, ("%s", e.message.c_str ()), ("%s", detail));
       break;
   }
 }
 
 static gboolean gst_pcap_src_unlock_stop (GstBaseSrc * base);
+static gint64 gst_pcap_src_maybe_post_stats (GstPcapSrc * self);
+static void gst_pcap_src_discard_pending (GstPcapSrc * self);
+
+/* The element's side of a fill on the streaming thread: PAUSED waits for
+ * PLAYING (dropping what came meanwhile), the settings are read under the
+ * object lock, the stats message is posted when due, and unlock () ends
+ * the wait. */
+static void
+gst_pcap_src_make_fill_control (GstPcapSrc * self, GstPcapSrcState * st)
+{
+  GstBaseSrc *base = GST_BASE_SRC (self);
+  st->fill.proceed =[self, base, st] {
+    while (!base->live_running) {
+      /* PAUSED: capture stops until PLAYING (or a flush / READY). */
+      st->fill_stopped = gst_base_src_wait_playing (base);
+      if (st->fill_stopped != GST_FLOW_OK)
+        return false;
+      gst_pcap_src_discard_pending (self);
+    }
+    return true;
+  };
+  st->fill.limits =[self] (uint32_t * packets, uint64_t * timeout_ns) {
+    GST_OBJECT_LOCK (self);
+    *packets = self->batch_size;
+    *timeout_ns = (guint64) self->batch_timeout_us * 1000;
+    GST_OBJECT_UNLOCK (self);
+  };
+  /* (guint64) -1 where no message is due: no limit. */
+  st->fill.wait_limit =[self] {
+    return (uint64_t) gst_pcap_src_maybe_post_stats (self);
+  };
+  st->fill.wake_fd = self->wakeup_fd;
+  st->fill.on_wake =[self, st] {
+    if (g_atomic_int_get (&self->unlocking)) {
+      st->fill_stopped = GST_FLOW_FLUSHING;     /* unlock_stop () drains the eventfd */
+      return false;
+    }
+    /* Woken by a setting change or by PLAYING→PAUSED: look again; proceed ()
+     * notices the pause and the limits are read again. */
+    gst_pcap_src_drain_wakeups (self);
+    return true;
+  };
+}
+
+/* The settings every live socket is opened with. */
+static gpp::capture::PcapLiveSettings
+gst_pcap_src_live_settings (GstPcapSrc * self, const std::string & device,
+    const std::string & filter)
+{
+  gpp::capture::PcapLiveSettings settings;
+  settings.interface = device;
+  settings.filter = filter;
+  GST_OBJECT_LOCK (self);
+  settings.snaplen = self->snaplen;
+  settings.promiscuous = self->promiscuous;
+  settings.buffer_kib = self->buffer_size_kib;
+  settings.immediate = self->immediate_mode;
+  settings.timeout_us = self->batch_timeout_us;
+  GST_OBJECT_UNLOCK (self);
+  return settings;
+}
 
 static gboolean
 gst_pcap_src_open_device (GstPcapSrc * self, GstPcapSrcState * state,
-    const std::string & device, const std::string & filter)
+    const std::string & device, const std::string & filter, guint fanout)
 {
-  char errbuf[PCAP_ERRBUF_SIZE] = "";
-
-  GST_OBJECT_LOCK (self);
-  const guint snaplen = self->snaplen;
-  const gboolean promiscuous = self->promiscuous;
-  const guint buffer_kib = self->buffer_size_kib;
-  const gboolean immediate = self->immediate_mode;
-  const guint timeout_us = self->batch_timeout_us;
-  GST_OBJECT_UNLOCK (self);
-
+  const gpp::capture::PcapLiveSettings settings =
+      gst_pcap_src_live_settings (self, device, filter);
+  gpp::capture::PcapLiveError error;
+  std::string warning;
   state->live = true;
-  state->pcap = pcap_create (device.c_str (), errbuf);
-  if (!state->pcap) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Could not capture on network interface \"%s\": %s", device.c_str (), errbuf),
-        ("pcap_create failed"));
-    return FALSE;
-  }
-  pcap_set_snaplen (state->pcap, (int) snaplen);
-  pcap_set_promisc (state->pcap, promiscuous);
-  if (buffer_kib)
-    pcap_set_buffer_size (state->pcap, (int) (buffer_kib * 1024));
-  pcap_set_immediate_mode (state->pcap, immediate);
-  /* Without immediate mode the kernel hands over blocks of packets when a
-   * block fills or this timeout passes; keep it within one batch timeout. */
-  pcap_set_timeout (state->pcap, (int) MAX (1u, (timeout_us + 999) / 1000));
-  state->nano = pcap_set_tstamp_precision (state->pcap, PCAP_TSTAMP_PRECISION_NANO) == 0;
-
-  const int rc = pcap_activate (state->pcap);
-  if (rc < 0) {
-    gst_pcap_src_activate_error (self, state->pcap, rc, device.c_str ());
-    return FALSE;
-  }
-  if (rc > 0)
-    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS,
-        ("Capturing on \"%s\" with a limitation: %s", device.c_str (),
-            pcap_statustostr (rc)), ("%s", pcap_geterr (state->pcap)));
-  if (!gst_pcap_src_compile_filter (self, state, filter, device))
-    return FALSE;
-  if (state->have_filter && pcap_setfilter (state->pcap, &state->filter_program) != 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
-        ("Could not install packet filter \"%s\" on \"%s\": %s", filter.c_str (),
-            device.c_str (), pcap_geterr (state->pcap)), ("pcap_setfilter failed"));
-    return FALSE;
-  }
-  if (pcap_setnonblock (state->pcap, 1, errbuf) != 0 ||
-      pcap_get_selectable_fd (state->pcap) < 0) {
-    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
-        ("Network interface \"%s\" cannot be waited on without blocking: %s",
-            device.c_str (), errbuf), ("pcap_setnonblock / pcap_get_selectable_fd"));
-    return FALSE;
-  }
   if (self->wakeup_fd < 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, FAILED, ("Could not create an eventfd: %s",
             g_strerror (errno)), (NULL));
     return FALSE;
   }
+  if (fanout == 1) {
+    state->socket = gpp::capture::PcapSocket::open (settings, &error, &warning);
+  } else {
+    gpp::capture::PcapFanoutSettings fan;
+    fan.socket = settings;
+    fan.sockets = fanout;
+    fan.max_batch_bytes = MAX_BATCH_BYTES;
+    GST_OBJECT_LOCK (self);
+    fan.mode = gst_pcap_src_fanout_mode (self->fanout_mode);
+    fan.group = self->fanout_group;
+    GST_OBJECT_UNLOCK (self);
+    state->fanout = gpp::capture::PcapFanout::open (fan,
+        gpp_mapped_batch_allocator (GST_BASE_SRC (self), &state->recycler),
+        gpp_mapped_batch_discard, &error, &warning);
+  }
+  if (!state->socket && !state->fanout) {
+    gst_pcap_src_live_error (self, error);
+    return FALSE;
+  }
+  if (!warning.empty ())
+    GST_ELEMENT_WARNING (self, RESOURCE, SETTINGS, ("%s.", warning.c_str ()), (NULL));
+  if (state->socket) {
+    state->linktype = state->socket->linktype ();
+    state->batch.linktype = state->linktype;
+    state->batch.builder.reset (state->linktype);
+    gst_pcap_src_make_fill_control (self, state);
+  } else {
+    state->linktype = state->fanout->linktype ();
+  }
   /* The stop before this start unlocked without an unlock_stop. */
   gst_pcap_src_unlock_stop (GST_BASE_SRC (self));
   state->next_message = std::chrono::steady_clock::now ();
-  GST_INFO_OBJECT (self, "capturing on %s, snaplen %u, %s timestamps", device.c_str (),
-      snaplen, state->nano ? "ns" : "µs");
+  GST_INFO_OBJECT (self, "capturing on %s, snaplen %u, %u socket(s), fanout group %u",
+      device.c_str (), settings.snaplen, fanout, state->fanout ? state->fanout->group () : 0);
   return TRUE;
 }
 
@@ -412,11 +509,25 @@ gst_pcap_src_start_body (GstBaseSrc * base)
   std::string device = self->device ? self->device : "";
   std::string filter = self->filter ? self->filter : "";
   const guint batch_size = self->batch_size;
+  const guint fanout = self->fanout;
   GST_OBJECT_UNLOCK (self);
 
   if (batch_size == 0) {
     GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
         ("batch-size=0: " GPP_BATCH_SIZE_ZERO_REASON "."), (NULL));
+    return FALSE;
+  }
+  if (fanout == 0 || fanout > gpp::capture::kMaxFanout) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("fanout=%u: set 1 (one socket, read by the streaming thread) to %u sockets "
+            "(a thread each).", fanout, gpp::capture::kMaxFanout), (NULL));
+    return FALSE;
+  }
+  if (fanout > 1 && !location.empty ()) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("fanout=%u applies to live capture (device=) only: a capture file (location=%s) "
+            "is read by one reader; use threads= to copy its batches with more threads, or "
+            "leave fanout at 1.", fanout, location.c_str ()), (NULL));
     return FALSE;
   }
 
@@ -435,16 +546,11 @@ gst_pcap_src_start_body (GstBaseSrc * base)
   }
   self->stats->reset ();
   if (!(device.empty ()? gst_pcap_src_open_file (self, state.get (), location, filter) :
-          gst_pcap_src_open_device (self, state.get (), device, filter)))
+          gst_pcap_src_open_device (self, state.get (), device, filter, fanout)))
     return FALSE;
 
-  const char *dlt_name;
-  if (state->live) {
-    state->linktype = gpp::linktype_of (state->pcap);
-    dlt_name = pcap_datalink_val_to_name (pcap_datalink (state->pcap));
-  } else {
-    dlt_name = state->reader->linktype_name ();
-  }
+  const char *dlt_name = state->socket ? state->socket->linktype_name () :
+      state->fanout ? state->fanout->linktype_name () : state->reader->linktype_name ();
   GST_INFO_OBJECT (self, "opened %s, link type %u (%s)",
       device.empty ()? location.c_str () : device.c_str (), state->linktype,
       dlt_name ? dlt_name : "");
@@ -456,7 +562,9 @@ gst_pcap_src_start_body (GstBaseSrc * base)
   GST_OBJECT_UNLOCK (self);
   if (state->live) {
     std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->live_pcap = state->pcap;
+    self->stats->live_socket = state->socket.get ();
+    self->stats->live_fanout = state->fanout.get ();
+    self->stats->sockets = fanout;
   } else {
     gst_pcap_src_make_producer (self, state.get ());
   }
@@ -464,16 +572,23 @@ gst_pcap_src_start_body (GstBaseSrc * base)
   return TRUE;
 }
 
-/* Refreshes the kernel counters; call with the stats lock. */
+/* Refreshes the kernel counters, summed over the sockets; call with the
+ * stats lock. */
 static void
 gst_pcap_src_read_kernel_stats_locked (GstPcapSrcStats * s)
 {
   struct pcap_stat ps;
-  if (s->live_pcap && pcap_stats (s->live_pcap, &ps) == 0)
-    s->kernel = ps;
+  if (s->live_socket && s->live_socket->stats (&ps))
+    s->kernel = { ps.ps_recv, ps.ps_drop, ps.ps_ifdrop };
+  if (s->live_fanout) {
+    s->kernel = {};
+    for (const auto & one : s->live_fanout->stats ()) {
+      s->kernel.received += one.received;
+      s->kernel.dropped += one.dropped;
+      s->kernel.if_dropped += one.if_dropped;
+    }
+  }
 }
-
-static guint64 gst_pcap_src_drain_queue (GstPcapSrcState * st);
 
 static gboolean
 gst_pcap_src_stop (GstBaseSrc * base)
@@ -483,18 +598,23 @@ gst_pcap_src_stop (GstBaseSrc * base)
 
   if (st && st->producer)
     st->producer->stop ();      /* its queued batches count as discarded */
+  if (st && st->fanout)
+    st->fanout->stop ();        /* threads ended, what they held or queued counted */
   if (st) {
     std::lock_guard<std::mutex> guard (self->stats->lock);
-    gst_pcap_src_read_kernel_stats_locked (self->stats);
-    self->stats->live_pcap = nullptr;
     /* What the kernel still queues was received but will never be pushed:
      * count it with the unfinished batch, so received = packets + dropped +
      * discarded holds after a stop. */
-    const guint64 queued = st->live && st->pcap ? gst_pcap_src_drain_queue (st) : 0;
-    self->stats->discarded += st->builder.packet_count () + queued;
-    if (st->builder.packet_count () || queued)
+    gst_pcap_src_read_kernel_stats_locked (self->stats);
+    const guint64 queued = st->socket ? st->socket->drain () : 0;
+    self->stats->live_socket = nullptr;
+    self->stats->live_fanout = nullptr;
+    self->stats->discarded += st->batch.packets () + queued;
+    if (st->fanout)
+      self->stats->discarded += st->fanout->discarded ();
+    if (st->batch.packets () || queued)
       GST_INFO_OBJECT (self, "stopped with %u packets in an unfinished batch and %"
-          G_GUINT64_FORMAT " queued in the kernel", st->builder.packet_count (), queued);
+          G_GUINT64_FORMAT " queued in the kernel", st->batch.packets (), queued);
   }
   GST_OBJECT_LOCK (self);
   self->linktype = -1;
@@ -514,6 +634,8 @@ gst_pcap_src_unlock (GstBaseSrc * base)
   gst_pcap_src_wake (self);
   if (self->state && self->state->producer)
     self->state->producer->interrupt ();
+  if (self->state && self->state->fanout)
+    self->state->fanout->interrupt ();
   return TRUE;
 }
 
@@ -525,6 +647,8 @@ gst_pcap_src_unlock_stop (GstBaseSrc * base)
   gst_pcap_src_drain_wakeups (self);
   if (self->state && self->state->producer)
     self->state->producer->resume ();
+  if (self->state && self->state->fanout)
+    self->state->fanout->resume ();
   return TRUE;
 }
 
@@ -577,14 +701,17 @@ gst_pcap_src_make_stats (GstPcapSrc * self, bool refresh)
   std::lock_guard<std::mutex> guard (s->lock);
   if (refresh)
     gst_pcap_src_read_kernel_stats_locked (s);
+  /* The fanout threads' own discards, until stop adds them up. */
+  const guint64 discarded = s->live_fanout ? s->live_fanout->discarded () : 0;
   return gst_structure_new ("pcapsrc-stats",
       "packets", G_TYPE_UINT64, s->packets,
       "batches", G_TYPE_UINT64, s->batches,
       "bytes", G_TYPE_UINT64, s->bytes,
-      "discarded", G_TYPE_UINT64, s->discarded,
-      "received", G_TYPE_UINT64, (guint64) s->kernel.ps_recv,
-      "dropped", G_TYPE_UINT64, (guint64) s->kernel.ps_drop,
-      "if-dropped", G_TYPE_UINT64, (guint64) s->kernel.ps_ifdrop, NULL);
+      "discarded", G_TYPE_UINT64, s->discarded + discarded,
+      "received", G_TYPE_UINT64, s->kernel.received,
+      "dropped", G_TYPE_UINT64, s->kernel.dropped,
+      "if-dropped", G_TYPE_UINT64, s->kernel.if_dropped,
+      "sockets", G_TYPE_UINT, s->sockets, NULL);
 }
 
 static void
@@ -649,22 +776,25 @@ gst_pcap_src_make_producer (GstPcapSrc * self, GstPcapSrcState * state)
     threads = MIN (AUTO_THREADS_MAX, MAX (1u, g_get_num_processors ()));
   GstBaseSrc *base = GST_BASE_SRC (self);
   GstPcapSrcStats *stats = self->stats;
-  GppBatchRecycler *recycler = &state->recycler;
-  auto allocate =[base, recycler] (size_t size, void **memory) -> uint8_t * {
-    GppMappedBatch *mapped = gpp_mapped_batch_new (base, size, recycler);
-    *memory = mapped;
-    return mapped ? mapped->map.data : nullptr;
-  };
   auto discard =[stats] (const gpp::capture::ProducedBatch & batch) {
-    gst_buffer_unref (gpp_mapped_batch_finish (batch.memory));
+    gpp_mapped_batch_discard (batch.memory);
     std::lock_guard<std::mutex> guard (stats->lock);
     stats->discarded += batch.packets;
   };
   state->producer = std::make_unique<gpp::capture::BatchProducer> (*state->reader,
-      allocate, discard, threads, FILE_READ_AHEAD);
+      gpp_mapped_batch_allocator (base, &state->recycler), discard, threads, FILE_READ_AHEAD);
   state->producer->set_max_batch_bytes (MAX_BATCH_BYTES);
   GST_INFO_OBJECT (self, "reading ahead %d batches, written by %u threads",
       FILE_READ_AHEAD, state->producer->writer_threads ());
+}
+
+static void
+gst_pcap_src_count_pushed (GstPcapSrc * self, guint packets, guint64 bytes)
+{
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  self->stats->packets += packets;
+  self->stats->batches++;
+  self->stats->bytes += bytes;
 }
 
 /* The next batch of the file, in file order: read ahead by the producer's
@@ -707,31 +837,9 @@ gst_pcap_src_create_from_file (GstPcapSrc * self, GstBuffer ** out)
   GST_BUFFER_OFFSET_END (buf) = batch.last_record;
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes", batch.packets,
       gst_buffer_get_size (buf));
-  {
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->packets += batch.packets;
-    self->stats->batches++;
-    self->stats->bytes += batch.captured_bytes;
-  }
+  gst_pcap_src_count_pushed (self, batch.packets, batch.captured_bytes);
   *out = buf;
   return GST_FLOW_OK;
-}
-
-static void
-gst_pcap_src_add_live_packet (u_char * user, const struct pcap_pkthdr *hdr,
-    const u_char * data)
-{
-  auto *st = reinterpret_cast<GstPcapSrcState *> (user);
-  const guint64 ts_ns = (guint64) hdr->ts.tv_sec * GST_SECOND +
-      (guint64) hdr->ts.tv_usec * (st->nano ? 1 : 1000);
-  if (st->builder.packet_count () == 0) {
-    st->first_ts = ts_ns;
-    st->first_arrival = monotonic_ns ();
-  }
-  st->last_ts = ts_ns;
-  st->packets_read++;
-  st->builder.add (data, hdr->caplen, hdr->len, ts_ns, st->packets_read);
-  st->builder_bytes += hdr->caplen;
 }
 
 /* Posts the periodic stats message when it is due; returns how long until
@@ -754,23 +862,14 @@ gst_pcap_src_maybe_post_stats (GstPcapSrc * self)
   return std::chrono::duration_cast<std::chrono::nanoseconds> (st->next_message - now).count ();
 }
 
-/* Nanoseconds until the live batch is due (0: due now): batch-timeout after
- * its first packet's capture, and never later than batch-timeout after that
- * packet was read, whatever the wall clock does meanwhile. */
-static guint64
-gst_pcap_src_batch_due_in (const GstPcapSrcState * st, guint64 timeout_ns)
+/* The stats message, when due (fanout: between the takes). */
+static void
+gst_pcap_src_post_stats_when_due (GstPcapSrc * self)
 {
-  const guint64 wall = gpp_capture_clock_ns (), mono = monotonic_ns ();
-  const guint64 by_capture = st->first_ts + timeout_ns;
-  const guint64 by_arrival = st->first_arrival + timeout_ns;
-  const guint64 left_capture = by_capture > wall ? by_capture - wall : 0;
-  const guint64 left_arrival = by_arrival > mono ? by_arrival - mono : 0;
-  return MIN (left_capture, left_arrival);
+  gst_pcap_src_maybe_post_stats (self);
 }
 
-static void gst_pcap_src_discard_pending (GstPcapSrc * self);
-
-/* Fills the builder from the interface: batch-size packets, or what has
+/* Fills the live batch from the interface: batch-size packets, or what has
  * arrived when batch-timeout has passed since the first packet's capture.
  * Both settings are read again after every wait, so a change while playing
  * applies to the batch being built. */
@@ -778,91 +877,23 @@ static GstFlowReturn
 gst_pcap_src_fill_from_device (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
-
-  GstBaseSrc *base = GST_BASE_SRC (self);
-  while (st->builder.size () < MAX_BATCH_BYTES) {
-    if (!base->live_running) {
-      /* PAUSED: capture stops until PLAYING (or a flush / READY). */
-      const GstFlowReturn playing = gst_base_src_wait_playing (base);
-      if (playing != GST_FLOW_OK)
-        return playing;
-      gst_pcap_src_discard_pending (self);
-      continue;
-    }
-    GST_OBJECT_LOCK (self);
-    const guint batch_size = self->batch_size;
-    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
-    GST_OBJECT_UNLOCK (self);
-    if (st->builder.packet_count () >= batch_size)
+  std::string error;
+  switch (st->socket->fill (st->batch, st->fill, MAX_BATCH_BYTES, &error)) {
+    case gpp::capture::Fill::Ready:
+      return GST_FLOW_OK;
+    case gpp::capture::Fill::Stopped:
+      return st->fill_stopped;
+    case gpp::capture::Fill::Failed:
       break;
-    const guint64 message_in = (guint64) gst_pcap_src_maybe_post_stats (self);
-    const int want = (int) MIN (batch_size - st->builder.packet_count (), LIVE_DISPATCH_CHUNK);
-    const int n = pcap_dispatch (st->pcap, want, gst_pcap_src_add_live_packet,
-        reinterpret_cast<u_char *> (st));
-    if (n < 0) {
-      gchar *device;
-      GST_OBJECT_LOCK (self);
-      device = g_strdup (self->device);
-      GST_OBJECT_UNLOCK (self);
-      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Capture on \"%s\" failed: %s", device,
-              pcap_geterr (st->pcap)), ("pcap_dispatch returned %d", n));
-      g_free (device);
-      return GST_FLOW_ERROR;
-    }
-    if (n > 0) {
-      /* Packets keep coming: the deadline still holds. */
-      if (st->builder.packet_count () && gst_pcap_src_batch_due_in (st, timeout_ns) == 0)
-        break;
-      continue;
-    }
-
-    /* Nothing ready: wait for packets, the batch deadline, the next stats
-     * message or unlock (), whichever comes first. */
-    guint64 wait_ns = message_in;   /* (guint64) -1: no message due */
-    if (st->builder.packet_count ()) {
-      const guint64 due_in = gst_pcap_src_batch_due_in (st, timeout_ns);
-      if (due_in == 0)
-        break;
-      wait_ns = MIN (wait_ns, due_in);
-    }
-    struct timespec ts = { (time_t) (wait_ns / GST_SECOND), (long) (wait_ns % GST_SECOND) };
-    struct pollfd fds[2] = {
-      {pcap_get_selectable_fd (st->pcap), POLLIN, 0},
-      {self->wakeup_fd, POLLIN, 0},
-    };
-    const int rc = ppoll (fds, 2, wait_ns == (guint64) - 1 ? NULL : &ts, NULL);
-    if (rc < 0 && errno != EINTR) {
-      GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Waiting for packets failed: %s",
-              g_strerror (errno)), ("ppoll"));
-      return GST_FLOW_ERROR;
-    }
-    if (fds[1].revents) {
-      if (g_atomic_int_get (&self->unlocking))
-        return GST_FLOW_FLUSHING;   /* unlock_stop () drains the eventfd */
-      /* Woken by a setting change or by PLAYING→PAUSED: loop again; its top
-       * re-reads the settings and notices the pause. */
-      gst_pcap_src_drain_wakeups (self);
-    }
   }
-  return GST_FLOW_OK;
-}
-
-static void
-gst_pcap_src_count_packet (u_char * user, const struct pcap_pkthdr *, const u_char *)
-{
-  (*reinterpret_cast<guint64 *> (user))++;
-}
-
-/* Reads and drops what the kernel has queued (the handle is non-blocking);
- * returns how many packets that was. */
-static guint64
-gst_pcap_src_drain_queue (GstPcapSrcState * st)
-{
-  guint64 queued = 0;
-  while (pcap_dispatch (st->pcap, -1, gst_pcap_src_count_packet,
-          reinterpret_cast<u_char *> (&queued)) > 0) {
-  }
-  return queued;
+  gchar *device;
+  GST_OBJECT_LOCK (self);
+  device = g_strdup (self->device);
+  GST_OBJECT_UNLOCK (self);
+  GST_ELEMENT_ERROR (self, RESOURCE, READ, ("Capture on \"%s\" failed: %s", device,
+          error.c_str ()), ("libpcap"));
+  g_free (device);
+  return GST_FLOW_ERROR;
 }
 
 /* Back in PLAYING: the batch begun before the pause and what the kernel
@@ -872,16 +903,35 @@ static void
 gst_pcap_src_discard_pending (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
-  guint64 dropped = st->builder.packet_count ();
-  st->packets_read -= st->builder.packet_count ();
-  st->builder.reset (st->linktype);
-  st->builder_bytes = 0;
-  dropped += gst_pcap_src_drain_queue (st);
+  guint64 dropped = st->batch.packets ();
+  st->batch.drop ();
+  dropped += st->socket->drain ();
   if (dropped)
     GST_INFO_OBJECT (self, "dropped %" G_GUINT64_FORMAT " packets captured while not playing",
         dropped);
   std::lock_guard<std::mutex> guard (self->stats->lock);
   self->stats->discarded += dropped;
+}
+
+/* fanout>1: the next batch the sockets' threads closed, in the order they
+ * closed them (afxdpsrc's create over its queues). */
+static GstFlowReturn
+gst_pcap_src_create_from_fanout (GstPcapSrc * self, GstBuffer ** out)
+{
+  gpp::capture::FanoutBatch batch;
+  const GstFlowReturn taken = gpp_live_capture_take (self, *self->state->fanout, &batch,
+      "Capture", gst_pcap_src_post_stats_when_due);
+  if (taken != GST_FLOW_OK)
+    return taken;
+  GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
+  GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
+  GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
+  gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
+      batch.last_capture_ns);
+  GST_LOG_OBJECT (self, "batch of %u packets from socket %u", batch.packets, batch.socket);
+  gst_pcap_src_count_pushed (self, batch.packets, batch.captured_bytes);
+  *out = buf;
+  return GST_FLOW_OK;
 }
 
 static GstFlowReturn
@@ -893,35 +943,28 @@ gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
 
   if (!st->live)
     return gst_pcap_src_create_from_file (self, out);
-  /* A live batch cut short by unlock () is still in the builder: go on with it. */
-  if (st->builder.packet_count () == 0) {
-    st->builder.reset (st->linktype);
-    st->builder_bytes = 0;
-  }
-  const guint64 first_read = st->packets_read - st->builder.packet_count ();
+  if (st->fanout)
+    return gst_pcap_src_create_from_fanout (self, out);
+  /* A live batch cut short by unlock () is still being built: go on with it. */
+  const guint64 first_read = st->batch.packets_read - st->batch.packets ();
   const GstFlowReturn fill = gst_pcap_src_fill_from_device (self);
   if (fill != GST_FLOW_OK)
     return fill;
 
   GstMapInfo map;
-  GstBuffer *buf = gpp_src_alloc_batch (base, st->builder.size (), &map);
+  GstBuffer *buf = gpp_src_alloc_batch (base, st->batch.builder.size (), &map);
   if (!buf)
     return GST_FLOW_ERROR;
-  st->builder.write (map.data);
+  st->batch.builder.write (map.data);
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
-  GST_BUFFER_OFFSET_END (buf) = st->packets_read;
-  gpp_src_timestamp_live (GST_ELEMENT (self), buf, st->first_ts, st->last_ts);
+  GST_BUFFER_OFFSET_END (buf) = st->batch.packets_read;
+  gpp_src_timestamp_live (GST_ELEMENT (self), buf, st->batch.first_ts, st->batch.last_ts);
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes",
-      st->builder.packet_count (), st->builder.size ());
-  {
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->packets += st->builder.packet_count ();
-    self->stats->batches++;
-    self->stats->bytes += st->builder_bytes;
-  }
-  st->builder.reset (st->linktype);
-  st->builder_bytes = 0;
+      st->batch.packets (), st->batch.builder.size ());
+  gst_pcap_src_count_pushed (self, st->batch.packets (), st->batch.bytes);
+  st->batch.builder.reset (st->linktype);
+  st->batch.bytes = 0;
   *out = buf;
   return GST_FLOW_OK;
 }
@@ -980,6 +1023,15 @@ gst_pcap_src_set_property (GObject * object, guint prop_id,
       break;
     case PROP_THREADS:
       self->threads = g_value_get_uint (value);
+      break;
+    case PROP_FANOUT:
+      self->fanout = g_value_get_uint (value);
+      break;
+    case PROP_FANOUT_MODE:
+      self->fanout_mode = (GstPcapSrcFanoutMode) g_value_get_enum (value);
+      break;
+    case PROP_FANOUT_GROUP:
+      self->fanout_group = g_value_get_uint (value);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -1049,6 +1101,15 @@ gst_pcap_src_get_property (GObject * object, guint prop_id, GValue * value,
     case PROP_THREADS:
       g_value_set_uint (value, self->threads);
       break;
+    case PROP_FANOUT:
+      g_value_set_uint (value, self->fanout);
+      break;
+    case PROP_FANOUT_MODE:
+      g_value_set_enum (value, self->fanout_mode);
+      break;
+    case PROP_FANOUT_GROUP:
+      g_value_set_uint (value, self->fanout_group);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -1073,16 +1134,25 @@ gst_pcap_src_finalize (GObject * object)
 
 /* GstBaseSrc does not interrupt create () on PLAYING→PAUSED: wake its wait,
  * so it notices and waits for PLAYING (gst_base_src_wait_playing) instead of
- * finishing a batch whose time would be stale after the pause. */
+ * finishing a batch whose time would be stale after the pause.  With fanout
+ * the sockets' threads stop delivering at once (what they hold and what
+ * arrives until PLAYING is discarded), as afxdpsrc's queues do. */
 static GstStateChangeReturn
 gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
 {
   GstPcapSrc *self = GST_PCAP_SRC (element);
-  if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED &&
-      gst_base_src_is_live (GST_BASE_SRC (element))) {
+  const gboolean pausing = transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED &&
+      gst_base_src_is_live (GST_BASE_SRC (element));
+  if (pausing)
     gst_pcap_src_wake (self);
+  const GstStateChangeReturn ret =
+      GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  if (pausing) {
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    if (self->stats->live_fanout)
+      gpp_live_capture_pause (*self->stats->live_fanout);
   }
-  return GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
+  return ret;
 }
 
 
@@ -1183,6 +1253,25 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
           "one). Copying is bound by memory bandwidth: a few threads reach it, and "
           "more take cores from the elements downstream. 0 = one per core, at "
           "most " G_STRINGIFY (AUTO_THREADS_MAX), 0, MAX_THREADS, DEFAULT_THREADS, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FANOUT,
+      g_param_spec_uint ("fanout", "Fanout",
+          "Live capture: sockets on the interface, joined in one PACKET_FANOUT group, each "
+          "read by a thread of its own that builds its own batches (the kernel spreads "
+          "packets over them by fanout-mode); each socket has a kernel ring of buffer-size "
+          "KiB. 1 = one socket, read by the streaming thread. 0 and more than "
+          G_STRINGIFY (MAX_FANOUT) " are refused at start, as is fanout>1 with location",
+          0, MAX_FANOUT_PARAM, DEFAULT_FANOUT, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FANOUT_MODE,
+      g_param_spec_enum ("fanout-mode", "Fanout mode",
+          "Live capture with fanout>1: how the kernel spreads packets over the sockets; "
+          "hash keeps both directions of a flow on one socket, in order",
+          gst_pcap_src_fanout_mode_get_type (), DEFAULT_FANOUT_MODE, rw_ready));
+  g_object_class_install_property (gobject_class, PROP_FANOUT_GROUP,
+      g_param_spec_uint ("fanout-group", "Fanout group",
+          "Live capture with fanout>1: the PACKET_FANOUT group id; sockets of other "
+          "processes that join the same id (and fanout-mode) share the packets. 0 = a "
+          "group of its own, with an id the kernel picks", 0, 65535, DEFAULT_FANOUT_GROUP,
+          rw_ready));
   g_object_class_install_property (gobject_class, PROP_STATS,
       g_param_spec_boxed ("stats", "Statistics",
           "Since the last READY→PAUSED: packets, batches, bytes (captured bytes) "
@@ -1191,9 +1280,11 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
           "kernel's queue at a stop, what arrived while PAUSED); live capture, "
           "from libpcap's pcap_stats: received (packets the filter accepted, "
           "dropped ones included), dropped (by the kernel: ring buffer full), "
-          "if-dropped (by the interface, in promiscuous mode)",
+          "if-dropped (by the interface, in promiscuous mode), summed over the "
+          "sockets with fanout; sockets",
           GST_TYPE_STRUCTURE, (GParamFlags) (G_PARAM_READABLE | G_PARAM_STATIC_STRINGS)));
 
+  gst_type_mark_as_plugin_api (gst_pcap_src_fanout_mode_get_type (), (GstPluginAPIFlags) 0);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   gst_element_class_set_static_metadata (element_class,
       "Packet capture source", "Source/Network",
@@ -1226,6 +1317,9 @@ gst_pcap_src_init (GstPcapSrc * self)
   self->immediate_mode = DEFAULT_IMMEDIATE_MODE;
   self->stats_interval_ms = DEFAULT_STATS_INTERVAL;
   self->threads = DEFAULT_THREADS;
+  self->fanout = DEFAULT_FANOUT;
+  self->fanout_mode = DEFAULT_FANOUT_MODE;
+  self->fanout_group = DEFAULT_FANOUT_GROUP;
   self->linktype = -1;
   self->state = nullptr;
   self->stats = new GstPcapSrcStats ();

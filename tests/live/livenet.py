@@ -9,6 +9,7 @@ the rx namespace (`ip netns exec`, which also mounts that namespace's /sys,
 where libpcap reads interface counters) and removes both namespaces at the
 end.  Where any of that is impossible it exits 77 (skip).
 """
+import collections
 import errno
 import os
 import re
@@ -201,6 +202,168 @@ def marker_frame(n):
     body = b"gpupacket live-test marker %08d" % n
     return (b"\x02\x00\x00\x00\x00\x01" + b"\x02\x00\x00\x00\x00\x02" + b"\x88\xb5" +
             body).ljust(60, b"\0")
+
+
+def generate(make_sample, out, *options):
+    """A capture written by examples/make-sample-pcap.py with `options`."""
+    subprocess.run([sys.executable, make_sample, *options, out], check=True,
+                   capture_output=True, env=tool_env())
+    return out
+
+
+def sendable_copy(path, tmp, name):
+    """(packets, sendable, sent.pcap) of an Ethernet capture, or None."""
+    classic = classic_copy(path, os.path.join(tmp, name + ".classic.pcap"))
+    if not classic:
+        return None
+    linktype, packets = read_pcap(classic)
+    if linktype != LINKTYPE_ETHERNET:
+        return None
+    sendable = [p for p in packets if fits_veth(p[2])]
+    if not sendable:
+        return None
+    sent = os.path.join(tmp, name + ".sent.pcap")
+    write_pcap(sent, [(ts, len(d), d) for ts, _, d in sendable])
+    return packets, sendable, sent
+
+
+PACKETS_PER_SECOND = 20000  # replay_chunked's gentle rate: no kernel drops expected
+CHUNK_PACKETS = 1000
+
+
+def replay_chunked(tx_ns, tmp, name, sendable, counted, already, failures, cpu=None):
+    """Sends `sendable` in parts, each waited for (counted() >= packets sent so
+    far) before the next; returns (packets tcpreplay sent, lost).  Problems
+    are appended to `failures`."""
+    ok = 0
+    for first in range(0, len(sendable), CHUNK_PACKETS):
+        part = sendable[first:first + CHUNK_PACKETS]
+        part_pcap = os.path.join(tmp, f"{name}.part{first}.pcap")
+        write_pcap(part_pcap, [(ts, len(d), d) for ts, _, d in part])
+        part_ok, part_failed = replay(tx_ns, part_pcap, f"--pps={PACKETS_PER_SECOND}", cpu=cpu)
+        ok += part_ok
+        if part_failed:
+            failures.append(f"{name}: tcpreplay failed {part_failed} packets")
+        if not counted(already + ok, 30):
+            failures.append(f"{name}: {already + ok} packets sent so far, not all captured "
+                            f"within 30 s")
+            return ok, True
+    return ok, False
+
+
+def flow_key(frame):
+    """Of an untagged, unfragmented IPv4 or IPv6 TCP or UDP frame: the fields
+    the kernel's flow hash reads, or more, so equal keys land on one queue or
+    socket; None for other frames (not followed per flow: the veth's queue
+    choice for VLAN-tagged frames, for one, is seen to depend on their length)."""
+    ethertype, ip = frame[12:14], 14
+    if ethertype == b"\x08\x00" and len(frame) >= ip + 20:
+        ihl = (frame[ip] & 15) * 4
+        proto, frag = frame[ip + 9], struct.unpack("!H", frame[ip + 6:ip + 8])[0] & 0x3FFF
+        if frag or proto not in (6, 17) or ihl < 20:
+            return None
+        return (4, frame[ip + 12:ip + 20], proto, frame[ip + ihl:ip + ihl + 4])
+    if ethertype == b"\x86\xdd" and len(frame) >= ip + 44:
+        proto = frame[ip + 6]
+        if proto not in (6, 17):
+            return None
+        return (6, frame[ip:ip + 4], frame[ip + 8:ip + 40], proto, frame[ip + 40:ip + 44])
+    return None
+
+
+def poll(read, done, timeout):
+    """read() every 50 ms until done(value) or `timeout` s; the last value."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
+def resources():
+    """(open fds, threads) of this process."""
+    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
+
+
+def settle_resources(baseline, timeout=10):
+    """Waits until fds and threads are back at `baseline` (a thread pool's
+    idle thread ends on its own time); what they are."""
+    return poll(resources, lambda now: now == baseline, timeout)
+
+
+def flows_out_of_order(sent, captured):
+    """(flows followed, flows whose captured packets are not in their sent
+    order): of the flows (flow_key) with more than one packet sent."""
+    flows, live_flows = collections.defaultdict(list), collections.defaultdict(list)
+    for d in sent:
+        flows[flow_key(d)].append(d)
+    for d in captured:
+        live_flows[flow_key(d)].append(d)
+    followed = [k for k in flows if k is not None and len(flows[k]) > 1]
+    return followed, [k for k in followed if live_flows.get(k) != flows[k]]
+
+
+def records_match(sent, captured, rows, expected):
+    """Whether the CSV `rows` of the `captured` frames equal the `expected`
+    rows of offline processing of the `sent` frames, the k-th capture of a
+    frame matched with its k-th sending (equal bytes, equal records)."""
+    where = collections.defaultdict(collections.deque)
+    for n, d in enumerate(sent):
+        where[d].append(n)
+    matched = [where[d].popleft() if where[d] else None for d in captured]
+    return len(rows) == len(sent) and None not in matched and \
+        all(compared(r) == compared(expected[n]) for r, n in zip(rows, matched))
+
+
+def paused_rounds(Gst, desc, wait_started, tx_ns, one, rounds):
+    """Plays `desc` (its source named src; wait_started(pipeline) returns
+    once it captures), then PAUSED <-> PLAYING `rounds` times, a frame (the
+    capture `one`) sent while PAUSED each time: it must be counted as
+    discarded, not delivered, and capture must resume in PLAYING.  (problems
+    seen, the source's stats before NULL, packets pushed)."""
+    pipeline = Gst.parse_launch(desc)
+    src = pipeline.get_by_name("src")
+    recorder = BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline.set_state(Gst.State.PLAYING)
+    wait_started(pipeline)
+    problems = []
+    for i in range(rounds):
+        pipeline.set_state(Gst.State.PAUSED)
+        pipeline.get_state(Gst.CLOCK_TIME_NONE)
+        before = recorder.packet_count
+        replay(tx_ns, one, "--topspeed")
+        # The paused source takes the frame and counts it.
+        deadline = time.monotonic() + 5
+        while src.get_property("stats").get_uint64("discarded")[1] < i + 1 and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        if src.get_property("stats").get_uint64("discarded")[1] != i + 1:
+            problems.append(f"round {i}: discarded {src.get_property('stats').to_string()}")
+        if recorder.packet_count != before:
+            problems.append(f"round {i}: a packet delivered while PAUSED")
+        pipeline.set_state(Gst.State.PLAYING)
+        # PLAYING again: capture resumes (the first stats look after resuming
+        # is not observable, so a packet is sent until one arrives).
+        got = False
+        for _ in range(20):
+            replay(tx_ns, one, "--topspeed")
+            if recorder.wait_for(lambda b: recorder.packet_count > before, 0.5):
+                got = True
+                break
+        if not got:
+            problems.append(f"round {i}: capture did not resume")
+    stats = src.get_property("stats")
+    pipeline.set_state(Gst.State.NULL)
+    return problems, stats, recorder.packet_count
+
+
+def marker_pcap(tmp, n, name):
+    """A capture of marker_frame(n) alone, written to tmp/name: (frame, path)."""
+    frame = marker_frame(n)
+    path = os.path.join(tmp, name)
+    write_pcap(path, [(0, len(frame), frame)])
+    return frame, path
 
 
 # --- packet batches (gpupacket/packet-batch.h) -------------------------------

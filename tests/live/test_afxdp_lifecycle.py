@@ -47,29 +47,14 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
-def resources():
-    return len(os.listdir("/proc/self/fd")), len(os.listdir("/proc/self/task"))
-
-
 def vm_size_kib():
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) for line in fh if line.startswith("VmSize:"))
 
 
-def poll(read, done, timeout):
-    """read() every 50 ms until done(value) or `timeout` s; the last value."""
-    deadline = time.monotonic() + timeout
-    value = read()
-    while not done(value) and time.monotonic() < deadline:
-        time.sleep(0.05)
-        value = read()
-    return value
-
-
-def settle_resources(baseline, timeout=10):
-    """Waits until fds and threads are back at `baseline` (a thread pool's
-    idle thread ends on its own time); what they are."""
-    return poll(resources, lambda now: now == baseline, timeout)
+poll = livenet.poll
+resources = livenet.resources
+settle_resources = livenet.settle_resources
 
 
 def bus_error(Gst, description, timeout=10):
@@ -131,9 +116,7 @@ def child_error(argv_prefix, description):
 
 
 def lifecycle(Gst, tx_ns, tmp):
-    frame = livenet.marker_frame(1)
-    one = os.path.join(tmp, "one.pcap")
-    livenet.write_pcap(one, [(0, len(frame), frame)])
+    frame, one = livenet.marker_pcap(tmp, 1, "one.pcap")
     desc = (f"afxdpsrc name=src device={livenet.RX_IF} batch-size=1 batch-timeout=1000 "
             f"stats-interval=600000 ! fakesink")
 
@@ -179,45 +162,13 @@ def lifecycle(Gst, tx_ns, tmp):
           f"(fds, threads: {baseline} before, {now} after)")
 
     # PAUSED <-> PLAYING: nothing delivered while PAUSED, counted as discarded.
-    pipeline = Gst.parse_launch(desc)
-    src = pipeline.get_by_name("src")
-    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
-    pipeline.set_state(Gst.State.PLAYING)
-    started(Gst, pipeline)
-    problems = []
-    for i in range(20):
-        pipeline.set_state(Gst.State.PAUSED)
-        pipeline.get_state(Gst.CLOCK_TIME_NONE)
-        before = recorder.packet_count
-        livenet.replay(tx_ns, one, "--topspeed")
-        # The paused queue takes the frame off its ring and counts it.
-        deadline = time.monotonic() + 5
-        while src.get_property("stats").get_uint64("discarded")[1] < i + 1 and \
-                time.monotonic() < deadline:
-            time.sleep(0.01)
-        if src.get_property("stats").get_uint64("discarded")[1] != i + 1:
-            problems.append(f"round {i}: discarded {src.get_property('stats').to_string()}")
-        if recorder.packet_count != before:
-            problems.append(f"round {i}: a packet delivered while PAUSED")
-        pipeline.set_state(Gst.State.PLAYING)
-        # PLAYING again: capture resumes (the first stats look after resuming
-        # is not observable, so a packet is sent until one arrives).
-        got = False
-        for _ in range(20):
-            livenet.replay(tx_ns, one, "--topspeed")
-            if recorder.wait_for(lambda b: recorder.packet_count > before, 0.5):
-                got = True
-                break
-        if not got:
-            problems.append(f"round {i}: capture did not resume")
-    stats = src.get_property("stats")
-    pipeline.set_state(Gst.State.NULL)
+    problems, stats, pushed = livenet.paused_rounds(
+        Gst, desc, lambda pipeline: started(Gst, pipeline), tx_ns, one, 20)
     check("PAUSED<->PLAYING x20: nothing delivered while PAUSED, counted as discarded, "
           "capture resumes", not problems, "; ".join(problems[:3]))
     check("PAUSED<->PLAYING: stats packets == packets pushed",
-          stats.get_uint64("packets")[1] == recorder.packet_count,
-          f"({stats.get_uint64('packets')[1]} vs {recorder.packet_count})")
-    del pipeline, src, recorder
+          stats.get_uint64("packets")[1] == pushed,
+          f"({stats.get_uint64('packets')[1]} vs {pushed})")
     now = settle_resources(baseline)
     check("PAUSED<->PLAYING runs leave no fd or thread behind", now == baseline,
           f"(fds, threads: {baseline} before, {now} after)")

@@ -42,7 +42,6 @@ import collections
 import csv
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,8 +49,6 @@ import time
 import livenet
 
 PROC_MODE = os.environ.get("GPP_LIVE_PROC_MODE", "cpu")
-PACKETS_PER_SECOND = 20000
-CHUNK_PACKETS = 1000
 SENDER_CPU = 0
 failures = []
 
@@ -60,28 +57,6 @@ def check(name, ok, detail=""):
     print(f"{'ok  ' if ok else 'FAIL'} {name} {detail}")
     if not ok:
         failures.append(name)
-
-
-def generate(make_sample, out, *options):
-    subprocess.run([sys.executable, make_sample, *options, out], check=True,
-                   capture_output=True, env=livenet.tool_env())
-    return out
-
-
-def sendable_copy(path, tmp, name):
-    """(packets, sendable, sent.pcap) of an Ethernet capture, or None."""
-    classic = livenet.classic_copy(path, os.path.join(tmp, name + ".classic.pcap"))
-    if not classic:
-        return None
-    linktype, packets = livenet.read_pcap(classic)
-    if linktype != livenet.LINKTYPE_ETHERNET:
-        return None
-    sendable = [p for p in packets if livenet.fits_veth(p[2])]
-    if not sendable:
-        return None
-    sent = os.path.join(tmp, name + ".sent.pcap")
-    livenet.write_pcap(sent, [(ts, len(d), d) for ts, _, d in sendable])
-    return packets, sendable, sent
 
 
 def start_capture(Gst, pipeline, sources):
@@ -146,41 +121,21 @@ def check_stats(label, before, after, packets, queues, may_discard=0):
           before.get_boolean("zero-copy") == (True, False))
 
 
-def replay_chunked(tx_ns, tmp, name, sendable, counted, already, cpu=None):
-    """Sends `sendable` in parts, each waited for (counted() >= packets sent so
-    far) before the next; returns (packets tcpreplay sent, lost)."""
-    ok = 0
-    for first in range(0, len(sendable), CHUNK_PACKETS):
-        part = sendable[first:first + CHUNK_PACKETS]
-        part_pcap = os.path.join(tmp, f"{name}.part{first}.pcap")
-        livenet.write_pcap(part_pcap, [(ts, len(d), d) for ts, _, d in part])
-        part_ok, part_failed = livenet.replay(tx_ns, part_pcap, f"--pps={PACKETS_PER_SECOND}",
-                                              cpu=cpu)
-        ok += part_ok
-        if part_failed:
-            failures.append(f"{name}: tcpreplay failed {part_failed} packets")
-        if not counted(already + ok, 30):
-            failures.append(f"{name}: {already + ok} packets sent so far, not all captured "
-                            f"within 30 s")
-            return ok, True
-    return ok, False
-
-
 # --- one queue -----------------------------------------------------------------
 
 def one_queue(Gst, tx_ns, data_dir, make_sample, tmp, source_props):
     captures = []
     names = sorted(n for n in os.listdir(data_dir) if n.endswith((".pcap", ".pcapng")))
     for name in names:
-        got = sendable_copy(os.path.join(data_dir, name), tmp, name)
+        got = livenet.sendable_copy(os.path.join(data_dir, name), tmp, name)
         if got:
             captures.append((name, *got))
     for name, options in (("generated-mixed.pcap", ("--packets", "3000", "--flows", "48",
                                                      "--seed", "11")),
                           ("generated-60B.pcap", ("--packets", "2000", "--frame-size", "60",
                                                   "--seed", "12"))):
-        path = generate(make_sample, os.path.join(tmp, name), *options)
-        captures.append((name, *sendable_copy(path, tmp, name)))
+        path = livenet.generate(make_sample, os.path.join(tmp, name), *options)
+        captures.append((name, *livenet.sendable_copy(path, tmp, name)))
 
     csv_path = os.path.join(tmp, "live.csv")
     pipeline = Gst.parse_launch(
@@ -201,7 +156,8 @@ def one_queue(Gst, tx_ns, data_dir, make_sample, tmp, source_props):
         marker_pcap = os.path.join(tmp, f"marker{i}.pcap")
         livenet.write_pcap(marker_pcap, [(0, len(marker), marker)])
         start = time.time_ns()
-        ok, lost = replay_chunked(tx_ns, tmp, name, sendable, counted, sent_so_far)
+        ok, lost = livenet.replay_chunked(tx_ns, tmp, name, sendable, counted, sent_so_far,
+                                          failures)
         sent_so_far += ok
         if lost:
             break
@@ -271,30 +227,10 @@ def one_queue(Gst, tx_ns, data_dir, make_sample, tmp, source_props):
 
 # --- four queues ---------------------------------------------------------------
 
-def flow_key(frame):
-    """Of an untagged, unfragmented IPv4 or IPv6 TCP or UDP frame: the fields
-    the kernel's flow hash reads, or more, so equal keys land on one queue;
-    None for other frames (not followed per flow: the veth's queue choice
-    for VLAN-tagged frames, for one, is seen to depend on their length)."""
-    ethertype, ip = frame[12:14], 14
-    if ethertype == b"\x08\x00" and len(frame) >= ip + 20:
-        ihl = (frame[ip] & 15) * 4
-        proto, frag = frame[ip + 9], struct.unpack("!H", frame[ip + 6:ip + 8])[0] & 0x3FFF
-        if frag or proto not in (6, 17) or ihl < 20:
-            return None
-        return (4, frame[ip + 12:ip + 20], proto, frame[ip + ihl:ip + ihl + 4])
-    if ethertype == b"\x86\xdd" and len(frame) >= ip + 44:
-        proto = frame[ip + 6]
-        if proto not in (6, 17):
-            return None
-        return (6, frame[ip:ip + 4], frame[ip + 8:ip + 40], proto, frame[ip + 40:ip + 44])
-    return None
-
-
 def four_queues(Gst, tx_ns, make_sample, tmp):
-    path = generate(make_sample, os.path.join(tmp, "flows.pcap"), "--packets", "4000",
+    path = livenet.generate(make_sample, os.path.join(tmp, "flows.pcap"), "--packets", "4000",
                     "--flows", "64", "--seed", "21")
-    packets, sendable, sent = sendable_copy(path, tmp, "flows.pcap")
+    packets, sendable, sent = livenet.sendable_copy(path, tmp, "flows.pcap")
     frames = [d for _, _, d in sendable]
     expected = livenet.offline_rows(Gst, sent, os.path.join(tmp, "flows.sent.csv"))
 
@@ -308,9 +244,10 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
     recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
     start_capture(Gst, pipeline, [src])
     start = time.time_ns()
-    ok, _ = replay_chunked(tx_ns, tmp, "flows.pcap", sendable,
-                           lambda n, t: recorder.wait_for(
-                               lambda _: recorder.packet_count >= n, t), 0, cpu=SENDER_CPU)
+    ok, _ = livenet.replay_chunked(tx_ns, tmp, "flows.pcap", sendable,
+                                   lambda n, t: recorder.wait_for(
+                                       lambda _: recorder.packet_count >= n, t), 0, failures,
+                                   cpu=SENDER_CPU)
     before, after = stop_capture(Gst, pipeline, [src])
     check("queues=all: tcpreplay sent everything", ok == len(sendable), f"({ok})")
     check_stats("queues=all", before[0], after[0], len(sendable), 4)
@@ -321,14 +258,7 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
           f"({len(got)} captured, {len(frames)} sent)")
     check("queues=all: packets interleave across queues (not simply send order)",
           got != frames)
-    flows = collections.defaultdict(list)
-    for d in frames:
-        flows[flow_key(d)].append(d)
-    live_flows = collections.defaultdict(list)
-    for d in got:
-        live_flows[flow_key(d)].append(d)
-    followed = [k for k in flows if k is not None and len(flows[k]) > 1]
-    out_of_order = [k for k in followed if live_flows.get(k) != flows[k]]
+    followed, out_of_order = livenet.flows_out_of_order(frames, got)
     check(f"queues=all: each of {len(followed)} flows keeps its send order",
           len(followed) >= 20 and not out_of_order, f"({len(out_of_order)} out of order)")
     with open(csv_path, newline="") as fh:
@@ -338,15 +268,8 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
           numbers == list(range(1, len(rows) + 1)) and [p[1] for p in captured] == numbers)
     check("queues=all: timestamps within the replay",
           all(start <= p[0] <= t for (t, b) in recorder.batches for p in b))
-    # The k-th capture of a frame is its k-th sending (equal bytes, equal records).
-    where = collections.defaultdict(collections.deque)
-    for n, d in enumerate(frames):
-        where[d].append(n)
-    matched = [where[d].popleft() if where[d] else None for d in got]
     check("queues=all: every record equals offline processing of its packet",
-          len(rows) == len(frames) and None not in matched and
-          all(livenet.compared(r) == livenet.compared(expected[n])
-              for r, n in zip(rows, matched)))
+          livenet.records_match(frames, got, rows, expected))
 
     # Which queue each flow takes: afxdpsrc queues=q-q for each queue in turn
     # (the others' packets go to the stack), the same traffic each time, then
@@ -365,7 +288,7 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
         livenet.write_pcap(os.path.join(tmp, "flows-markers.pcap"),
                            [(ts, len(d), d) for ts, _, d in with_markers])
         livenet.replay(tx_ns, os.path.join(tmp, "flows-markers.pcap"),
-                       f"--pps={PACKETS_PER_SECOND}", cpu=SENDER_CPU)
+                       f"--pps={livenet.PACKETS_PER_SECOND}", cpu=SENDER_CPU)
         seen = recorder.wait_for(lambda batches: any(
             p[3] in markers for _, b in batches for p in b), 30)
         before, after = stop_capture(Gst, pipeline, [src])
@@ -386,7 +309,7 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
     queue_of, split = {}, set()
     for q, data in enumerate(per_queue):
         for d in data:
-            k = flow_key(d)
+            k = livenet.flow_key(d)
             if k is not None and queue_of.setdefault(k, q) != q:
                 split.add(k)
     check("queue by queue: each flow on one queue only", not split,

@@ -1,0 +1,108 @@
+// Live capture through libpcap: one activated handle on an interface
+// (PcapSocket) and the loop that fills a batch from it until the batch is
+// full, its timeout has passed, or its caller stops it.  pcapsrc device= runs
+// the loop on its streaming thread (one socket); PcapFanout (pcap_fanout.h)
+// runs it on a thread per socket of a PACKET_FANOUT group.  No GStreamer.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "batch_builder.h"
+
+namespace gpp::capture {
+
+struct PcapLiveSettings {
+  std::string interface;
+  std::string filter;           // BPF, tcpdump syntax; "" = none
+  uint32_t snaplen = 262144;
+  bool promiscuous = true;
+  uint32_t buffer_kib = 16384;  // kernel ring; 0 = libpcap's default
+  bool immediate = true;
+  uint32_t timeout_us = 1000;   // batch-timeout: bounds libpcap's block timeout
+};
+
+// Why a socket could not be opened: `message` names the problem and the fix.
+struct PcapLiveError {
+  enum class Kind { NoSuchDevice, Permission, InterfaceDown, Filter, Fanout, Other };
+  Kind kind = Kind::Other;
+  std::string message;
+  std::string detail;           // libpcap's or the kernel's own words
+};
+
+// Packets of the batch being built, and when its first one came.
+struct LiveBatch {
+  gpp::BatchBuilder builder;
+  uint64_t bytes = 0;            // captured bytes of its packets
+  uint64_t first_ts = 0, last_ts = 0; // capture times (ns, wall clock)
+  uint64_t first_arrival = 0;    // monotonic ns when its first packet was read
+  uint64_t packets_read = 0;     // packets added since the capture began: their numbers
+  uint32_t linktype = 0;
+  bool nano = true;              // set by the socket that fills it
+
+  uint32_t packets() const { return builder.packet_count(); }
+  // Empties the batch; the packets it held are no longer counted as read.
+  void drop();
+};
+
+// What a fill consults between its looks at the socket.
+struct FillControl {
+  // Before each look: false ends the fill (Fill::Stopped).
+  std::function<bool()> proceed;
+  // batch-size and batch-timeout, read before each look, so a change applies
+  // to the batch being built.
+  std::function<void(uint32_t *packets, uint64_t *timeout_ns)> limits;
+  // Longest wait for a reason of the caller's (ns; UINT64_MAX: none); may be empty.
+  std::function<uint64_t()> wait_limit;
+  int wake_fd = -1;              // readable: on_wake() is asked
+  // After a wake-up: false ends the fill (Fill::Stopped); true looks again.
+  std::function<bool()> on_wake;
+};
+
+enum class Fill { Ready, Stopped, Failed };
+
+// Nanoseconds on the clock of libpcap's live timestamps (the wall clock).
+uint64_t wall_clock_ns();
+uint64_t monotonic_clock_ns();
+
+class PcapSocket {
+public:
+  // pcap_create / pcap_activate with the settings, the filter installed, the
+  // handle non-blocking; nullptr with the reason in `error`.  `warning`: a
+  // limitation pcap_activate reported.
+  static std::unique_ptr<PcapSocket> open(const PcapLiveSettings &settings, PcapLiveError *error,
+                                          std::string *warning);
+  ~PcapSocket();
+  PcapSocket(const PcapSocket &) = delete;
+  PcapSocket &operator=(const PcapSocket &) = delete;
+
+  // Adds `batch` packets until it holds its batch-size, a batch's byte limit
+  // (`max_bytes`), or its timeout has passed since its first packet's
+  // capture (Ready); or until `control` ends it (Stopped), or libpcap fails
+  // (Failed, `error` says why).
+  Fill fill(LiveBatch &batch, const FillControl &control, size_t max_bytes, std::string *error);
+  // Reads and drops what the kernel has queued; how many packets that was.
+  uint64_t drain();
+  // pcap_stats; false where libpcap has none.
+  bool stats(pcap_stat *out);
+
+  pcap_t *handle() const { return pcap_; }
+  int fd() const { return fd_; }
+  bool nano() const { return nano_; }
+  uint32_t linktype() const;
+  const char *linktype_name() const;
+
+private:
+  PcapSocket() = default;
+  pcap_t *pcap_ = nullptr;
+  bpf_program program_{};
+  bool have_program_ = false;
+  bool nano_ = true;
+  int fd_ = -1;
+};
+
+} // namespace gpp::capture

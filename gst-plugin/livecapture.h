@@ -1,0 +1,70 @@
+/* The streaming thread's side of a live source whose capture runs on
+ * threads of its own (capture/: afxdpsrc's XdpCapture, pcapsrc's
+ * PcapFanout, both a BatchHandoff): PAUSED waits for PLAYING while the
+ * threads drop what arrives, the batch limits follow the properties, the
+ * capture starts on the first PLAYING (the allocator downstream is known
+ * from then on), and create () waits for the next closed batch. */
+#pragma once
+
+#include <gst/base/gstbasesrc.h>
+
+/* Longest wait for a batch before create () looks at its state again. */
+#define GPP_LIVE_TAKE_WAIT_NS (100 * GST_MSECOND)
+
+/* The next batch of `capture` into `batch` (GST_FLOW_OK), or why there is
+ * none: FLUSHING (unlock, or PAUSED→READY), ERROR (a thread failed; the
+ * element error, "`what` on "`device`" failed", is posted).  `Element` has
+ * batch_size, batch_timeout_us and device under its object lock;
+ * `post_stats` posts its stats message when due. */
+template <class Element, class Capture, class Batch>
+static GstFlowReturn
+gpp_live_capture_take (Element * self, Capture & capture, Batch * batch, const char *what,
+    void (*post_stats) (Element *))
+{
+  GstBaseSrc *base = GST_BASE_SRC (self);
+  using Take = typename Capture::Take;
+  for (;;) {
+    if (!base->live_running) {
+      /* PAUSED: the threads drop what arrives until PLAYING. */
+      const GstFlowReturn playing = gst_base_src_wait_playing (base);
+      if (playing != GST_FLOW_OK)
+        return playing;
+    }
+    GST_OBJECT_LOCK (self);
+    const guint batch_size = self->batch_size;
+    const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
+    GST_OBJECT_UNLOCK (self);
+    capture.set_batch_limits (batch_size, timeout_ns);
+    if (!capture.running ()) {
+      /* First in PLAYING, or again after a pause (which change_state may
+       * have made while this thread was pushing). */
+      capture.start ();
+    }
+    post_stats (self);
+    switch (capture.take (batch, GPP_LIVE_TAKE_WAIT_NS)) {
+      case Take::Timeout:
+        if (!base->live_running)
+          capture.pause ();
+        continue;
+      case Take::Interrupted:
+        return GST_FLOW_FLUSHING;
+      case Take::Failed:
+        GST_ELEMENT_ERROR (self, RESOURCE, READ, ("%s on \"%s\" failed: %s.", what,
+                self->device, capture.error ().c_str ()), (NULL));
+        return GST_FLOW_ERROR;
+      case Take::Batch:
+        return GST_FLOW_OK;
+    }
+  }
+}
+
+/* PLAYING→PAUSED: the threads stop delivering at once (what they hold and
+ * what arrives until PLAYING is discarded), and create () is woken to wait
+ * for PLAYING.  Call after the parent class's change_state. */
+template <class Capture>
+static void
+gpp_live_capture_pause (Capture & capture)
+{
+  capture.pause ();
+  capture.poke ();
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""pcapsrc device= fanout=N: several sockets of one PACKET_FANOUT group, a
+thread each, on a veth pair fed with generated traffic of many flows.
+
+(a) Exactness, for fanout=1, 2 and 4 (mode hash) and fanout=2 mode lb: every
+    packet sent is captured exactly once across the sockets (the same
+    multiset of frames), packet numbers run 1, 2, 3, ... in push order (the
+    CSV's `packet` column too), each record equals offline processing of its
+    packet, and the stats add up: packets == sent, received == packets +
+    dropped + discarded after NULL, sockets == N.  With hash each flow's
+    packets keep their send order and batches of several sockets interleave
+    (the capture is not simply the send order, as one socket's would be).
+(b) fanout-group: two pcapsrc fanout=2 fanout-group=G together capture
+    every packet once (they share one group, as processes do); a third that
+    asks for G with another mode fails with a message naming fanout-group.
+(c) Errors name the fix: fanout=0, fanout=65, fanout=2 with location=.
+(d) Life cycle: 100 PLAYING->NULL cycles of fanout=4 (every tenth with
+    traffic), PAUSED<->PLAYING (nothing delivered while PAUSED, counted as
+    discarded, capture resuming) and EOS via send_event leave the process's
+    fds and threads at their count before.
+
+Usage: test_live_fanout.py MAKE_SAMPLE_PCAP (run by meson as root;
+exits 77 where namespaces or tcpreplay are not available)."""
+import collections
+import csv
+import os
+import tempfile
+import time
+
+import livenet
+
+CYCLES = 100
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(f"{'ok  ' if ok else 'FAIL'} {name} {detail}")
+    if not ok:
+        failures.append(name)
+
+
+def u64(stats, field):
+    return stats.get_uint64(field)[1]
+
+
+def started(Gst, pipeline, names, timeout=10):
+    """Waits for a pcapsrc-stats message from each source in `names`: its
+    sockets deliver from then on."""
+    waiting = set(names)
+
+    def seen(m):
+        if m.type == Gst.MessageType.ELEMENT and \
+                m.get_structure().get_name() == "pcapsrc-stats":
+            waiting.discard(m.src.get_name())
+        return not waiting
+    return livenet.wait_bus(pipeline, Gst, seen, timeout) is not None
+
+
+def bus_error(Gst, description, timeout=10):
+    """The GError message of a pipeline expected to fail."""
+    pipeline = Gst.parse_launch(description)
+    try:
+        pipeline.set_state(Gst.State.PLAYING)
+        try:
+            livenet.wait_bus(pipeline, Gst, lambda m: False, timeout)
+        except RuntimeError as e:
+            return str(e)
+        return None
+    finally:
+        pipeline.set_state(Gst.State.NULL)
+
+
+def stop(Gst, pipeline, sources):
+    """EOS, then NULL; each source's stats after NULL."""
+    pipeline.send_event(Gst.Event.new_eos())
+    check("EOS after the capture",
+          livenet.wait_bus(pipeline, Gst, lambda m: m.type == Gst.MessageType.EOS, 30)
+          is not None)
+    pipeline.set_state(Gst.State.NULL)
+    return [s.get_property("stats") for s in sources]
+
+
+def exact(Gst, tx_ns, tmp, traffic, fanout, mode):
+    """(a) for one fanout and mode."""
+    packets, sendable, sent = traffic
+    frames = [d for _, _, d in sendable]
+    label = f"fanout={fanout} fanout-mode={mode}"
+    csv_path = os.path.join(tmp, f"live-{fanout}-{mode}.csv")
+    pipeline = Gst.parse_launch(
+        f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} fanout-mode={mode} "
+        f"batch-size=64 batch-timeout=2000 stats-interval=100 ! gpupacketproc mode=cpu ! "
+        f'packetresultenc format=csv ! filesink location="{csv_path}"')
+    src = pipeline.get_by_name("src")
+    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline.set_state(Gst.State.PLAYING)
+    if not started(Gst, pipeline, ["src"]):
+        check(f"{label}: capturing", False, "(no pcapsrc-stats message within 10 s)")
+        pipeline.set_state(Gst.State.NULL)
+        return
+    ok, _ = livenet.replay_chunked(tx_ns, tmp, f"flows-{fanout}-{mode}", sendable,
+                                   lambda n, t: recorder.wait_for(
+                                       lambda _: recorder.packet_count >= n, t), 0, failures)
+    stats = stop(Gst, pipeline, [src])[0]
+    print(f"{label} stats: {stats.to_string()}")
+    captured = recorder.packets()
+    got = [p[3] for p in captured]
+    check(f"{label}: tcpreplay sent everything", ok == len(sendable), f"({ok})")
+    check(f"{label}: every packet captured exactly once",
+          collections.Counter(got) == collections.Counter(frames),
+          f"({len(got)} captured, {len(frames)} sent)")
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    numbers = [int(r["packet"]) for r in rows]
+    check(f"{label}: packet numbers 1, 2, 3, ... in push order",
+          numbers == list(range(1, len(rows) + 1)) and [p[1] for p in captured] == numbers)
+    expected = livenet.offline_rows(Gst, sent, os.path.join(tmp, "flows.sent.csv"))
+    check(f"{label}: every record equals offline processing of its packet",
+          livenet.records_match(frames, got, rows, expected))
+    check(f"{label}: stats packets == sent, sockets == {fanout}",
+          u64(stats, "packets") == len(frames) and stats.get_uint("sockets")[1] == fanout)
+    check(f"{label}: stats received == packets + dropped + discarded, no drops",
+          u64(stats, "received") == u64(stats, "packets") + u64(stats, "dropped") +
+          u64(stats, "discarded") and u64(stats, "dropped") == 0, stats.to_string())
+    if mode == "hash" and fanout > 1:
+        check(f"{label}: batches of several sockets interleave (not the send order)",
+              got != frames)
+        followed, out_of_order = livenet.flows_out_of_order(frames, got)
+        check(f"{label}: each of {len(followed)} flows keeps its send order",
+              len(followed) >= 20 and not out_of_order, f"({len(out_of_order)} out of order)")
+    if fanout == 1:
+        check(f"{label}: one socket captures in send order", got == frames)
+
+
+def shared_group(Gst, tx_ns, tmp, traffic):
+    """(b): two sources in one group share the packets."""
+    packets, sendable, sent = traffic
+    frames = [d for _, _, d in sendable]
+    group = 40000 + os.getpid() % 20000
+    pipeline = Gst.parse_launch(
+        f"pcapsrc name=a device={livenet.RX_IF} fanout=2 fanout-group={group} "
+        f"stats-interval=100 batch-size=64 ! fakesink "
+        f"pcapsrc name=b device={livenet.RX_IF} fanout=2 fanout-group={group} "
+        f"stats-interval=100 batch-size=64 ! fakesink")
+    a, b = pipeline.get_by_name("a"), pipeline.get_by_name("b")
+    rec_a = livenet.BatchRecorder(Gst, a.get_static_pad("src"))
+    rec_b = livenet.BatchRecorder(Gst, b.get_static_pad("src"))
+    pipeline.set_state(Gst.State.PLAYING)
+    if not started(Gst, pipeline, ["a", "b"]):
+        check("fanout-group: both sources capture", False)
+        pipeline.set_state(Gst.State.NULL)
+        return
+    msg = bus_error(Gst, f"pcapsrc device={livenet.RX_IF} fanout=2 fanout-group={group} "
+                    f"fanout-mode=lb ! fakesink")
+    check("fanout-group taken with another mode: the error names fanout-group and mode",
+          msg is not None and f"fanout-group={group}" in msg and "fanout-mode" in msg, repr(msg))
+
+    def counted(n, timeout):
+        deadline = time.monotonic() + timeout
+        while rec_a.packet_count + rec_b.packet_count < n:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+    livenet.replay_chunked(tx_ns, tmp, "flows-group", sendable, counted, 0, failures)
+    stats = stop(Gst, pipeline, [a, b])
+    got = [p[3] for p in rec_a.packets() + rec_b.packets()]
+    check("fanout-group: two sources of one group capture every packet once between them",
+          collections.Counter(got) == collections.Counter(frames),
+          f"({rec_a.packet_count} + {rec_b.packet_count}, sent {len(frames)})")
+    check("fanout-group: each source gets a share",
+          rec_a.packet_count > 0 and rec_b.packet_count > 0 and
+          u64(stats[0], "packets") + u64(stats[1], "packets") == len(frames))
+
+
+def errors(Gst, tmp):
+    """(c)"""
+    _, one = livenet.marker_pcap(tmp, 0, "one.pcap")
+    for value in (0, 65):
+        msg = bus_error(Gst, f"pcapsrc device={livenet.RX_IF} fanout={value} ! fakesink")
+        check(f"fanout={value} refused, naming the range",
+              msg is not None and f"fanout={value}" in msg and "64" in msg, repr(msg))
+    msg = bus_error(Gst, f'pcapsrc location="{one}" fanout=2 ! fakesink')
+    check("fanout=2 with location= refused, naming live capture",
+          msg is not None and "fanout=2" in msg and "device=" in msg, repr(msg))
+    msg = bus_error(Gst, "pcapsrc device=gppnosuch0 fanout=2 ! fakesink")
+    check("fanout=2 on a missing interface: the interface's error",
+          msg is not None and 'No network interface "gppnosuch0"' in msg, repr(msg))
+
+
+def lifecycle(Gst, tx_ns, tmp):
+    """(d)"""
+    _, one = livenet.marker_pcap(tmp, 1, "one-marker.pcap")
+    desc = (f"pcapsrc name=src device={livenet.RX_IF} fanout=4 buffer-size=1024 "
+            f"batch-size=1 stats-interval=50 ! fakesink")
+    baseline = livenet.resources()
+    problems = []
+    for i in range(CYCLES):
+        pipeline = Gst.parse_launch(desc)
+        src = pipeline.get_by_name("src")
+        recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+        pipeline.set_state(Gst.State.PLAYING)
+        if i % 10 == 0:
+            if not started(Gst, pipeline, ["src"]):
+                problems.append(f"cycle {i}: not capturing")
+            livenet.replay(tx_ns, one, "--topspeed")
+            if not recorder.wait_for(lambda b: len(b) >= 1, 5):
+                problems.append(f"cycle {i}: the packet was not captured")
+        pipeline.set_state(Gst.State.NULL)
+        del pipeline, src, recorder
+    now = livenet.settle_resources(baseline)
+    check(f"{CYCLES} PLAYING->NULL cycles of fanout=4: every tenth captures", not problems,
+          "; ".join(problems[:3]))
+    check(f"{CYCLES} PLAYING->NULL cycles leave no fd or thread behind", now == baseline,
+          f"(fds, threads: {baseline} before, {now} after)")
+
+    problems, stats, pushed = livenet.paused_rounds(
+        Gst, desc, lambda pipeline: started(Gst, pipeline, ["src"]), tx_ns, one, 5)
+    check("PAUSED<->PLAYING x5 with fanout=4: nothing delivered while PAUSED, counted as "
+          "discarded, capture resumes", not problems, "; ".join(problems[:3]))
+    check("PAUSED<->PLAYING: stats packets == packets pushed",
+          u64(stats, "packets") == pushed, f"({u64(stats, 'packets')} vs {pushed})")
+
+    slow = []
+    for i in range(10):
+        pipeline = Gst.parse_launch(desc)
+        pipeline.set_state(Gst.State.PLAYING)
+        started(Gst, pipeline, ["src"])
+        t0 = time.monotonic()
+        pipeline.send_event(Gst.Event.new_eos())
+        eos = livenet.wait_bus(pipeline, Gst, lambda m: m.type == Gst.MessageType.EOS, 5)
+        if not eos or time.monotonic() - t0 > 1:
+            slow.append(i)
+        pipeline.set_state(Gst.State.NULL)
+        del pipeline, eos
+    check("EOS via send_event x10 with no traffic: EOS within 1 s", not slow, str(slow))
+    now = livenet.settle_resources(baseline)
+    check("PAUSED and EOS runs leave no fd or thread behind", now == baseline,
+          f"(fds, threads: {baseline} before, {now} after)")
+
+
+def main(tx_ns, args):
+    make_sample = args[0]
+    Gst = livenet.init_gst()
+    tmp = tempfile.mkdtemp(prefix="gpp-live-fanout-")
+    path = livenet.generate(make_sample, os.path.join(tmp, "flows.pcap"), "--packets", "3000",
+                            "--flows", "64", "--seed", "31")
+    traffic = livenet.sendable_copy(path, tmp, "flows")
+    for fanout, mode in ((1, "hash"), (2, "hash"), (4, "hash"), (2, "lb")):
+        exact(Gst, tx_ns, tmp, traffic, fanout, mode)
+    shared_group(Gst, tx_ns, tmp, traffic)
+    errors(Gst, tmp)
+    lifecycle(Gst, tx_ns, tmp)
+    print("FAIL: " + "; ".join(failures) if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    livenet.run(main)
