@@ -184,14 +184,14 @@ main (int argc, char **argv)
     fprintf (out, "source,mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
         "batches,capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
         "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us,"
-        "element_engine_mean_us,element_push_mean_us,source_props,proc_props\n");
+        "element_engine_mean_us,element_push_mean_us,element_pool_wait_mean_us,source_props,proc_props\n");
   printf ("capture-to-result latency, %d frames/s of 64 bytes, batch-size %d, batch-timeout %d us, "
       "%.1f s per mode%s%s%s%s\n", rate, batch_size, batch_timeout, seconds,
       source_props ? "; source " : "", source_props ? source_props : "",
       proc_props ? "; gpupacketproc " : "", proc_props ? proc_props : "");
-  printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s\n", "source", "mode", "sent",
-      "captured", "dropped",
-      "batches", "p50 us", "p99 us", "p99.9 us", "max us", "elem p50", "elem p99", "engine", "push");
+  printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "source", "mode",
+      "sent", "captured", "dropped", "batches", "p50 us", "p99 us", "p99.9 us", "max us",
+      "elem p50", "elem p99", "engine", "push", "pool wait");
   int status = 0;
   if (!modes && !(modes = all_modes ())) {
     fprintf (stderr, "no gpupacketproc element (is GST_PLUGIN_PATH set?)\n");
@@ -253,24 +253,27 @@ main (int argc, char **argv)
     const guint64 captured = get_u64 (ss, "packets");
     const guint64 dropped = get_u64 (ss, "dropped");
     /* Where the element's time went, a batch's mean (the stats sum them):
-     * the engine (submit and the wait for the batch), the push downstream. */
+     * the engine (submit and the wait for the batch), the push downstream,
+     * and before the submit the wait for pinned memory and an engine slot. */
     const guint64 batches = get_u64 (ps, "batches");
     const double engine_us = batches ? get_u64 (ps, "time-engine-ns") / us / batches : 0;
     const double push_us = batches ? get_u64 (ps, "time-push-ns") / us / batches : 0;
+    const double wait_us = batches ? (get_u64 (ps, "time-pool-wait-ns") +
+        get_u64 (ps, "time-slot-wait-ns")) / us / batches : 0;
     printf ("%-9s %-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
-        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.2f%s\n", *source, *m,
+        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.2f %9.2f%s\n", *source, *m,
         inj.sent, captured, dropped, batches,
         get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
         get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
-        get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us,
+        get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us, wait_us,
         msg || inj.error ? "  (error)" : "");
     if (out)
       fprintf (out, "%s,%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%s,%s\n", *source, *m, rate,
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%.2f,%s,%s\n", *source, *m, rate,
           batch_size, batch_timeout, inj.sent, captured, dropped, batches,
           get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
           get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
-          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us, source_field,
+          get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us, wait_us, source_field,
           proc_field);
     if (msg) {
       gst_message_parse_error (msg, &err, NULL);
