@@ -39,6 +39,10 @@ public:
   // The threads deliver batches (PLAYING) ...
   void start() {
     drop_queued();
+    start_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    ++starts_;
     running_ = true;
     wake_threads();
   }
@@ -149,6 +153,9 @@ protected:
   std::atomic<uint64_t> batch_timeout_ns_{1000000};
   std::atomic<bool> running_{false}, stopping_{false}, failed_{false};
   std::atomic<uint64_t> epoch_{0}; // counts pauses: a batch begun before one is dropped
+  // When the last start() was (ns, wall clock), and how many there were:
+  // a thread can tell packets captured before it from those after.
+  std::atomic<uint64_t> start_wall_ns_{0}, starts_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable changed_;

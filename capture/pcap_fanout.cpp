@@ -105,6 +105,7 @@ struct PcapFanout::Socket {
   std::unique_ptr<PcapSocket> pcap;
   LiveBatch batch;
   uint64_t epoch = 0; // PcapFanout::epoch_ when the batch being built began
+  uint64_t starts_seen = 0; // PcapFanout::starts_ when this thread last looked
   int wake_fd = -1;   // eventfd: start/pause/stop and limit changes end its waits
   std::atomic<uint64_t> packets{0}, bytes{0};
   pcap_stat last{};   // the last pcap_stats answer
@@ -308,8 +309,11 @@ void PcapFanout::run_socket(Socket &s) {
 void PcapFanout::capture(Socket &s) {
   FillControl control;
   control.proceed = [&] {
+    // The epoch before running_: a pause between the two reads then ends
+    // this fill, and a batch never starts in a paused epoch's successor.
+    const uint64_t epoch = epoch_;
     if (stopping_ || !running_ || failed_) return false;
-    if (s.batch.packets() == 0) s.epoch = epoch_; // a batch begun from here is of this epoch
+    if (s.batch.packets() == 0) s.epoch = epoch; // a batch begun from here is of this epoch
     return s.epoch == epoch_;
   };
   control.limits = [this](uint32_t *packets, uint64_t *timeout_ns) {
@@ -325,8 +329,21 @@ void PcapFanout::capture(Socket &s) {
   while (!stopping_) {
     if (running_ && !failed_) {
       if (s.batch.packets() && s.epoch != epoch_) drop_batch(s);
+      // Packets captured before the start are not delivered: without
+      // immediate mode the kernel hands over a block only once it is
+      // closed, so the one open at the start still holds packets from
+      // before it (PAUSED, and before this socket joined the group, when it
+      // saw every packet the others saw too).
+      const uint64_t starts = starts_;
+      if (s.starts_seen != starts) {
+        s.starts_seen = starts;
+        s.batch.skip_before_ns = start_wall_ns_;
+      }
       std::string error;
-      switch (s.pcap->fill(s.batch, control, max_batch_bytes_, &error)) {
+      const Fill filled = s.pcap->fill(s.batch, control, max_batch_bytes_, &error);
+      discarded_ += s.batch.skipped;
+      s.batch.skipped = 0;
+      switch (filled) {
       case Fill::Ready:
         deliver(s);
         break;

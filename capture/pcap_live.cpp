@@ -27,6 +27,13 @@ void add_packet(u_char *user, const pcap_pkthdr *hdr, const u_char *data) {
   auto *b = reinterpret_cast<LiveBatch *>(user);
   const uint64_t ts_ns =
       uint64_t(hdr->ts.tv_sec) * 1000000000u + uint64_t(hdr->ts.tv_usec) * (b->nano ? 1 : 1000);
+  if (b->skip_before_ns) {
+    if (ts_ns < b->skip_before_ns) {
+      b->skipped++;
+      return;
+    }
+    b->skip_before_ns = 0; // the ring hands packets over in capture order
+  }
   if (b->builder.packet_count() == 0) {
     b->first_ts = ts_ns;
     b->first_arrival = monotonic_clock_ns();

@@ -43,6 +43,10 @@ struct LiveBatch {
   uint64_t packets_read = 0;     // packets added since the capture began: their numbers
   uint32_t linktype = 0;
   bool nano = true;              // set by the socket that fills it
+  // Packets captured before this time (ns, wall clock) are skipped, counted
+  // in `skipped`, until the first one at or after it (0: none skipped).
+  uint64_t skip_before_ns = 0;
+  uint64_t skipped = 0;
 
   uint32_t packets() const { return builder.packet_count(); }
   // Empties the batch; the packets it held are no longer counted as read.

@@ -18,6 +18,10 @@ thread each, on a veth pair fed with generated traffic of many flows.
     traffic), PAUSED<->PLAYING (nothing delivered while PAUSED, counted as
     discarded, capture resuming) and EOS via send_event leave the process's
     fds and threads at their count before.
+(e) Without immediate mode the kernel hands a block over only once it is
+    closed (here after batch-timeout, 1 s): a frame captured while PAUSED,
+    still in the open block when PLAYING comes, is discarded and counted,
+    never delivered; the frame sent after PLAYING is.
 
 Usage: test_live_fanout.py MAKE_SAMPLE_PCAP (run by meson as root;
 exits 77 where namespaces or tcpreplay are not available)."""
@@ -238,6 +242,32 @@ def lifecycle(Gst, tx_ns, tmp):
           f"(fds, threads: {baseline} before, {now} after)")
 
 
+def stale_block(Gst, tx_ns, tmp):
+    """(e)"""
+    paused_frame, paused_one = livenet.marker_pcap(tmp, 7, "paused.pcap")
+    played_frame, played_one = livenet.marker_pcap(tmp, 8, "played.pcap")
+    pipeline = Gst.parse_launch(
+        f"pcapsrc name=src device={livenet.RX_IF} fanout=2 immediate-mode=false batch-size=1 "
+        f"batch-timeout=1000000 stats-interval=50 ! fakesink")
+    src = pipeline.get_by_name("src")
+    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline.set_state(Gst.State.PAUSED)
+    pipeline.get_state(Gst.CLOCK_TIME_NONE)
+    livenet.replay(tx_ns, paused_one, "--topspeed")
+    time.sleep(0.05)  # well within the 1 s block timeout
+    pipeline.set_state(Gst.State.PLAYING)
+    livenet.replay(tx_ns, played_one, "--topspeed")
+    got = recorder.wait_for(lambda b: recorder.packet_count >= 1, 5)
+    time.sleep(1.5)  # the paused frame's block is closed by now: it would be here
+    frames = [p[3] for p in recorder.packets()]
+    stats = stop(Gst, pipeline, [src])[0]
+    check("immediate-mode=false: the frame sent after PLAYING is delivered once",
+          got and frames.count(played_frame) == 1, f"({len(frames)} frames)")
+    check("immediate-mode=false: a frame captured while PAUSED, in the block still open at "
+          "PLAYING, is not delivered", paused_frame not in frames, f"({len(frames)} frames)")
+    check("... and is counted as discarded", u64(stats, "discarded") >= 1, stats.to_string())
+
+
 def main(tx_ns, args):
     make_sample = args[0]
     Gst = livenet.init_gst()
@@ -250,9 +280,13 @@ def main(tx_ns, args):
     shared_group(Gst, tx_ns, tmp, traffic)
     errors(Gst, tmp)
     lifecycle(Gst, tx_ns, tmp)
+    stale_block(Gst, tx_ns, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    livenet.run(main)
+    # A 1500-byte MTU: libpcap sizes immediate mode's ring slots by it, so
+    # each socket's default ring holds thousands of frames, not 256 of 64 KiB
+    # (no drops on a slow machine while the streaming thread is busy).
+    livenet.run(main, mtu=1500)
