@@ -152,16 +152,30 @@ std::unique_ptr<PcapFanout> PcapFanout::open(const PcapFanoutSettings &s, Alloca
     int err;
     if (i == 0 && s.group == 0) {
       // A group id the kernel picks among free ones, read back for the
-      // other sockets; where the kernel has no such flag, one of this process.
+      // other sockets.  A kernel that picks none ignores the flag and keeps
+      // it (joining group 0, maybe another capture's); one that picks drops
+      // it from the group's flags.  EINVAL: the mode itself is refused.
       err = join(fd, 0, type_flags | PACKET_FANOUT_FLAG_UNIQUEID);
       uint32_t got = 0;
       socklen_t len = sizeof got;
-      if (!err && getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &got, &len) == 0) {
-        fan->group_ = got & 0xffff;
-      } else if (err == EINVAL) {
-        fan->group_ = static_cast<uint32_t>(getpid()) & 0xffff;
-        err = join(fd, fan->group_, type_flags);
+      if (!err && getsockopt(fd, SOL_PACKET, PACKET_FANOUT, &got, &len) != 0) err = errno;
+      if (!err && ((got >> 24) & (PACKET_FANOUT_FLAG_UNIQUEID >> 8))) {
+        *error = {PcapLiveError::Kind::Fanout,
+                  "This kernel cannot pick a free fanout group (no PACKET_FANOUT_FLAG_UNIQUEID): "
+                  "set fanout-group to an id (1-65535) that no other capture on \"" +
+                      s.socket.interface + "\" uses.",
+                  "PACKET_FANOUT_FLAG_UNIQUEID ignored"};
+        return nullptr;
       }
+      if (err == EINVAL) {
+        *error = {PcapLiveError::Kind::Fanout,
+                  "This kernel refuses fanout-mode=" + std::string(fanout_mode_name(s.mode)) +
+                      " on \"" + s.socket.interface + "\": choose another fanout-mode (hash "
+                      "is the oldest).",
+                  "setsockopt PACKET_FANOUT: " + std::string(strerror(err))};
+        return nullptr;
+      }
+      fan->group_ = got & 0xffff;
     } else {
       if (i == 0) fan->group_ = s.group;
       err = join(fd, fan->group_, type_flags);

@@ -48,9 +48,9 @@ struct PcapFanoutSettings {
   uint32_t sockets = 2;         // 1 .. kMaxFanout
   FanoutMode mode = FanoutMode::Hash;
   // The group's id (1-65535): sockets of other processes that join the same
-  // id share the packets with these.  0: a group of our own (the kernel
-  // picks a free id where it has PACKET_FANOUT_FLAG_UNIQUEID; else one
-  // derived from the process id).
+  // id share the packets with these.  0: a group of our own, a free id the
+  // kernel picks (PACKET_FANOUT_FLAG_UNIQUEID; a kernel without it is an
+  // error that asks for an id).
   uint32_t group = 0;
   size_t max_batch_bytes = 256u << 20;
 };
