@@ -18,6 +18,8 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "live_clock.h"
+
 namespace gpp::capture {
 
 enum class TakeResult { Batch, Timeout, Interrupted, Failed };
@@ -39,9 +41,7 @@ public:
   // The threads deliver batches (PLAYING) ...
   void start() {
     drop_queued();
-    start_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
+    start_wall_ns_ = wall_clock_ns();
     ++starts_;
     running_ = true;
     wake_threads();

@@ -74,11 +74,6 @@ std::string why_join_failed(const PcapFanoutSettings &s, uint32_t socket, uint32
   }
 }
 
-void drain_eventfd(int fd) {
-  uint64_t count;
-  if (read(fd, &count, sizeof count) < 0) {
-  } // EAGAIN: another wake-up took it
-}
 
 } // namespace
 
@@ -225,11 +220,7 @@ void PcapFanout::stop() {
 }
 
 void PcapFanout::wake_threads() {
-  for (auto &s : sockets_) {
-    const uint64_t one = 1;
-    if (write(s->wake_fd, &one, sizeof one) < 0) {
-    } // an eventfd write fails only on overflow: it is awake then
-  }
+  for (auto &s : sockets_) signal_eventfd(s->wake_fd);
 }
 
 PcapFanout::Take PcapFanout::take(FanoutBatch *batch, uint64_t wait_ns) {

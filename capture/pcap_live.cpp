@@ -17,12 +17,6 @@ namespace {
 // limit is overshot by at most this many packets.
 constexpr int kDispatchChunk = 64;
 
-uint64_t clock_ns(clockid_t id) {
-  timespec ts;
-  clock_gettime(id, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
-
 void add_packet(u_char *user, const pcap_pkthdr *hdr, const u_char *data) {
   auto *b = reinterpret_cast<LiveBatch *>(user);
   const uint64_t ts_ns =
@@ -95,9 +89,6 @@ PcapLiveError activate_error(pcap_t *pcap, int rc, const std::string &device) {
 }
 
 } // namespace
-
-uint64_t wall_clock_ns() { return clock_ns(CLOCK_REALTIME); }
-uint64_t monotonic_clock_ns() { return clock_ns(CLOCK_MONOTONIC); }
 
 void LiveBatch::drop() {
   packets_read -= builder.packet_count();

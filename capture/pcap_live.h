@@ -13,6 +13,7 @@
 #include <string>
 
 #include "batch_builder.h"
+#include "live_clock.h"
 
 namespace gpp::capture {
 
@@ -69,9 +70,6 @@ struct FillControl {
 
 enum class Fill { Ready, Stopped, Failed };
 
-// Nanoseconds on the clock of libpcap's live timestamps (the wall clock).
-uint64_t wall_clock_ns();
-uint64_t monotonic_clock_ns();
 
 class PcapSocket {
 public:

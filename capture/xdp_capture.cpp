@@ -72,16 +72,6 @@ int keep_libbpf(enum libbpf_print_level level, const char *format, va_list ap) {
   return level == LIBBPF_DEBUG ? 0 : keep_message(format, ap);
 }
 
-uint64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
-}
 
 bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 
@@ -631,11 +621,7 @@ void XdpCapture::stop() {
 }
 
 void XdpCapture::wake_threads() {
-  for (auto &q : queues_) {
-    const uint64_t one = 1;
-    if (write(q->mapping->wake_fd, &one, sizeof one) < 0) {
-    } // an eventfd write fails only on overflow: it is awake then
-  }
+  for (auto &q : queues_) signal_eventfd(q->mapping->wake_fd);
 }
 
 // Whether something take() waits for happened (signals_ moved on from
@@ -648,7 +634,7 @@ bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
   for (uint32_t spins = 1; open_batches_.load() > 0; ++spins) {
     if (signals_.load(std::memory_order_acquire) != seen) return true;
     if ((spins & 63) == 0) {
-      if (monotonic_ns() >= until_ns) return false;
+      if (monotonic_clock_ns() >= until_ns) return false;
       if ((spins & 1023) == 0) sched_yield();
     }
 #if defined(__x86_64__) || defined(__i386__)
@@ -661,13 +647,13 @@ bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
 }
 
 XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
-  const uint64_t until_ns = monotonic_ns() + wait_ns;
+  const uint64_t until_ns = monotonic_clock_ns() + wait_ns;
   std::unique_lock<std::mutex> lock(mutex_);
   if (busy_poll_) {
     // Sleep until a batch opens (the queue's thread then says so), spin
     // until it closes.
     while (!attention()) {
-      const uint64_t now = monotonic_ns();
+      const uint64_t now = monotonic_clock_ns();
       if (now >= until_ns) break;
       if (open_batches_.load() == 0) {
         // Sequentially consistent with the queue's thread, which counts the
@@ -687,7 +673,7 @@ XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
       lock.lock();
     }
   }
-  const uint64_t now = monotonic_ns();
+  const uint64_t now = monotonic_clock_ns();
   return take_ready(lock, batch, std::chrono::steady_clock::now() +
                                      std::chrono::nanoseconds(until_ns > now ? until_ns - now : 0));
 }
@@ -875,11 +861,7 @@ void XdpCapture::release_in_place(void *memory) {
   m.slot_freed.notify_one();
   // A thread asleep with its fill ring low refills now, not at its next
   // frame: a ring left empty gets none.
-  if (m.wake_on_return.exchange(false)) {
-    const uint64_t one = 1;
-    if (write(m.wake_fd, &one, sizeof one) < 0) {
-    } // an eventfd write fails only on overflow: it is awake then
-  }
+  if (m.wake_on_return.exchange(false)) signal_eventfd(m.wake_fd);
 }
 
 // Frames given back since the last look, onto the free list; whether there
@@ -953,7 +935,7 @@ void XdpCapture::receive(Queue &q) {
     uint32_t idx;
     const uint32_t got = xsk_ring_cons__peek(&q.rx, kRxBurst, &idx);
     if (got) {
-      const uint64_t now = realtime_ns();
+      const uint64_t now = wall_clock_ns();
       const uint32_t limit = batch_packets_;
       for (uint32_t i = 0; i < got; ++i) {
         const xdp_desc *d = xsk_ring_cons__rx_desc(&q.rx, idx + i);
@@ -964,7 +946,7 @@ void XdpCapture::receive(Queue &q) {
         }
         const bool opens = q.held.empty();
         if (opens) {
-          q.start_ns = monotonic_ns();
+          q.start_ns = monotonic_clock_ns();
           q.epoch = epoch_;
         }
         // The frame's data starts at its offset: keep that address.
@@ -992,7 +974,7 @@ void XdpCapture::receive(Queue &q) {
     }
     // The limits are read here, so a change applies to the batch being built.
     const uint64_t due_ns = q.start_ns + batch_timeout_ns_;
-    if (!q.held.empty() && (q.held.size() >= batch_packets_ || monotonic_ns() >= due_ns))
+    if (!q.held.empty() && (q.held.size() >= batch_packets_ || monotonic_clock_ns() >= due_ns))
       deliver(q, /*at_deadline=*/q.held.size() < batch_packets_);
     if (got == kRxBurst || (got && busy_poll_)) continue;
     // Wait for frames, the batch deadline, or a wake-up.  With a batch begun
@@ -1005,7 +987,7 @@ void XdpCapture::receive(Queue &q) {
     uint64_t wait_ns = kIdleWaitNs;
     bool nap = false;
     if (!q.held.empty()) {
-      const uint64_t mono = monotonic_ns();
+      const uint64_t mono = monotonic_clock_ns();
       wait_ns = due_ns > mono ? due_ns - mono : 0;
       if (!wait_ns) continue;
       const uint64_t held = q.held.size(), limit = batch_packets_;
@@ -1034,11 +1016,7 @@ void XdpCapture::receive(Queue &q) {
            strerror(errno));
       return;
     }
-    if (fds[1].revents) {
-      uint64_t drained;
-      if (read(q.mapping->wake_fd, &drained, sizeof drained) < 0) {
-      } // EAGAIN: another wake-up took it
-    }
+    if (fds[1].revents) drain_eventfd(q.mapping->wake_fd);
   }
 }
 
