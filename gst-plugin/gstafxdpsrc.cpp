@@ -399,10 +399,7 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
     if (gst_buffer_get_size (buf) != batch.size)
       gst_buffer_set_size (buf, (gssize) batch.size);
   }
-  GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
-  GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
-  gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
-      batch.last_capture_ns);
+  gpp_live_capture_stamp (GST_ELEMENT (self), buf, batch);
   GST_LOG_OBJECT (self, "batch of %u packets from queue %u", batch.packets, batch.queue);
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);

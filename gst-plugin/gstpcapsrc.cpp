@@ -924,10 +924,7 @@ gst_pcap_src_create_from_fanout (GstPcapSrc * self, GstBuffer ** out)
   if (taken != GST_FLOW_OK)
     return taken;
   GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
-  GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
-  GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
-  gpp_src_timestamp_live (GST_ELEMENT (self), buf, batch.first_capture_ns,
-      batch.last_capture_ns);
+  gpp_live_capture_stamp (GST_ELEMENT (self), buf, batch);
   GST_LOG_OBJECT (self, "batch of %u packets from socket %u", batch.packets, batch.socket);
   gst_pcap_src_count_pushed (self, batch.packets, batch.captured_bytes);
   *out = buf;

@@ -8,6 +8,8 @@
 
 #include <gst/base/gstbasesrc.h>
 
+#include "batchbuffer.h"
+
 /* Longest wait for a batch before create () looks at its state again. */
 #define GPP_LIVE_TAKE_WAIT_NS (100 * GST_MSECOND)
 
@@ -56,6 +58,17 @@ gpp_live_capture_take (Element * self, Capture & capture, Batch * batch, const c
         return GST_FLOW_OK;
     }
   }
+}
+
+/* A taken batch's buffer `buf`: its packet numbers as offsets and its
+ * capture times (gpp_src_timestamp_live). */
+template <class Batch>
+static void
+gpp_live_capture_stamp (GstElement * self, GstBuffer * buf, const Batch & batch)
+{
+  GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
+  GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
+  gpp_src_timestamp_live (self, buf, batch.first_capture_ns, batch.last_capture_ns);
 }
 
 /* PLAYING→PAUSED: the threads stop delivering at once (what they hold and
