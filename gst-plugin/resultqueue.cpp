@@ -4,7 +4,7 @@ bool
 GppResultQueue::reserve (unsigned slots)
 {
   auto lock = gpp::spin_lock (lock_);
-  changed_.wait (lock, [&] { return in_flight_ < slots || flushing_.load (); });
+  room_.wait (lock, [&] { return in_flight_ < slots || flushing_.load (); });
   if (flushing_.load ())
     return false;
   in_flight_++;
@@ -15,12 +15,16 @@ GppResultQueue::reserve (unsigned slots)
 void
 GppResultQueue::cancel_reservation ()
 {
+  bool task_waits_for_it;
   {
     auto lock = gpp::spin_lock (lock_);
     in_flight_--;
     outstanding_--;
+    task_waits_for_it = flushing_.load () && outstanding_ == 0;
   }
-  changed_.notify_all ();
+  room_.notify_all ();
+  if (task_waits_for_it)
+    work_.notify_all ();
 }
 
 GstFlowReturn
@@ -37,7 +41,7 @@ GppResultQueue::enqueue (PendingItem && item, guint * in_flight)
      * to sleep (microseconds to wake it, on every batch). */
     queued_++;
   }
-  changed_.notify_all ();
+  work_.notify_all ();
   return flow;
 }
 
@@ -50,7 +54,7 @@ GppResultQueue::enqueue_event_if_busy (GstEvent * event)
   queue_.emplace_back (event);
   queued_++;
   outstanding_++;
-  changed_.notify_all ();
+  work_.notify_all ();
   return true;
 }
 
@@ -58,7 +62,7 @@ bool
 GppResultQueue::drain ()
 {
   auto lock = gpp::spin_lock (lock_);
-  changed_.wait (lock, [&] { return outstanding_ == 0 || flushing_.load (); });
+  room_.wait (lock, [&] { return outstanding_ == 0 || flushing_.load (); });
   return outstanding_ == 0;
 }
 
@@ -84,20 +88,26 @@ GppResultQueue::retire_slot ()
     in_flight_--;
     failed_before = last_flow_ == GST_FLOW_ERROR;
   }
-  changed_.notify_all ();
+  room_.notify_all ();          /* the chain's wait for a slot; the task waits for no slot */
   return failed_before;
 }
 
 void
 GppResultQueue::done (GstFlowReturn flow)
 {
+  bool task_waits_for_it;
   {
     auto lock = gpp::spin_lock (lock_);
     outstanding_--;
     if (flow != GST_FLOW_OK && last_flow_ == GST_FLOW_OK)
       last_flow_ = flow;
+    task_waits_for_it = flushing_.load () && outstanding_ == 0;
   }
-  changed_.notify_all ();       /* outside the lock, as in enqueue: the chain may want it */
+  /* Outside the lock, as in enqueue: the chain may want it.  The task only
+   * when a flush waits for the last item to pause it. */
+  room_.notify_all ();
+  if (task_waits_for_it)
+    work_.notify_all ();
 }
 
 void
@@ -106,14 +116,15 @@ GppResultQueue::start_flushing ()
   /* Under the lock, or a waiter that just checked could sleep through it. */
   auto lock = gpp::spin_lock (lock_);
   flushing_ = true;
-  changed_.notify_all ();
+  work_.notify_all ();
+  room_.notify_all ();
 }
 
 void
 GppResultQueue::stop_flushing ()
 {
   auto lock = gpp::spin_lock (lock_);
-  changed_.wait (lock, [&] { return outstanding_ == 0; });
+  room_.wait (lock, [&] { return outstanding_ == 0; });
   flushing_ = false;
   last_flow_ = GST_FLOW_OK;
 }

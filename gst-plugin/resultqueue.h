@@ -1,7 +1,7 @@
 /* gpupacketproc's ordered hand-off from the chain (which submits batches
  * and queues serialized events) to the src pad task (which waits for each
  * batch and pushes its results, in order): the queue, its lock and
- * condition variable, the engine slots in use, the flushing flag and the
+ * condition variables, the engine slots in use, the flushing flag and the
  * first failed flow.  Model: gst-plugins-rs `utils/livesync`'s item queue.
  * Every wait here also ends when flushing starts.
  *
@@ -9,7 +9,11 @@
  * hold only counters and the deque, never a GStreamer or CUDA call, and
  * waiters are notified after the lock is released where the waiter would
  * otherwise wake into a held lock; the lock is taken spinning first
- * (gpp::spin_lock), as the chain and the task meet on it every batch. */
+ * (gpp::spin_lock), as the chain and the task meet on it every batch.  Each
+ * side sleeps on a condition variable of its own and is woken only by what
+ * it waits for: with low-latency the chain retires every batch itself while
+ * the task sleeps, and a shared one woke the task twice a batch for nothing
+ * (a futex wake, and the task taking the lock back, in the chain's time). */
 #pragma once
 
 #include <gst/gst.h>
@@ -150,7 +154,7 @@ public:
     auto lock = gpp::spin_lock (lock_);
     /* A flush pauses the task only once nothing is outstanding: a batch the
      * chain has reserved a place for is still on its way to the queue. */
-    changed_.wait (lock, [&] {
+    work_.wait (lock, [&] {
           return !queue_.empty () || (flushing_.load () && outstanding_ == 0);});
     if (queue_.empty ()) {
       pause ();
@@ -191,7 +195,8 @@ private:
   }
 
   std::mutex lock_;
-  std::condition_variable changed_;
+  std::condition_variable work_;  /* the task's: an item queued, or a flush with nothing outstanding */
+  std::condition_variable room_;  /* the chain's: a slot retired, an item out, a flush */
   std::deque<PendingItem> queue_;
   std::atomic<unsigned> queued_ {0};  /* queue_.size (), readable without the lock */
   std::atomic<bool> spin_for_work_ {false};
