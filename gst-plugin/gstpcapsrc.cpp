@@ -52,6 +52,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -195,6 +196,11 @@ struct GstPcapSrcState
   gpp::capture::LiveBatch batch;        /* being built; packets_read: frame number */
   gpp::capture::FillControl fill;       /* the element's side of socket->fill () */
   GstFlowReturn fill_stopped = GST_FLOW_FLUSHING;       /* why fill stopped */
+  /* When PLAYING last began (ns, wall clock) and how often it has: packets
+   * captured before it are not delivered, also those the kernel still holds
+   * in an open TPACKET_V3 block or its queue (set by change_state). */
+  std::atomic<guint64> playing_since_ns {0}, playing_starts {0};
+  guint64 playing_starts_seen = 0;      /* the streaming thread's */
   /* fanout>1: sockets read by threads of their own. */
   std::unique_ptr<gpp::capture::PcapFanout> fanout;
   bool live = false;
@@ -368,6 +374,13 @@ gst_pcap_src_make_fill_control (GstPcapSrc * self, GstPcapSrcState * st)
       if (st->fill_stopped != GST_FLOW_OK)
         return false;
       gst_pcap_src_discard_pending (self);
+    }
+    /* First in this PLAYING: skip what was captured before it (counted as
+     * discarded after the fill). */
+    const guint64 starts = st->playing_starts.load (std::memory_order_acquire);
+    if (starts != st->playing_starts_seen) {
+      st->playing_starts_seen = starts;
+      st->batch.skip_before_ns = st->playing_since_ns.load ();
     }
     return true;
   };
@@ -878,7 +891,16 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
   std::string error;
-  switch (st->socket->fill (st->batch, st->fill, MAX_BATCH_BYTES, &error)) {
+  const gpp::capture::Fill filled = st->socket->fill (st->batch, st->fill, MAX_BATCH_BYTES,
+      &error);
+  if (st->batch.skipped) {
+    GST_INFO_OBJECT (self, "skipped %" G_GUINT64_FORMAT " packets captured before PLAYING",
+        st->batch.skipped);
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    self->stats->discarded += st->batch.skipped;
+    st->batch.skipped = 0;
+  }
+  switch (filled) {
     case gpp::capture::Fill::Ready:
       return GST_FLOW_OK;
     case gpp::capture::Fill::Stopped:
@@ -1142,6 +1164,12 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
       gst_base_src_is_live (GST_BASE_SRC (element));
   if (pausing)
     gst_pcap_src_wake (self);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->state) {
+    /* Before the base class lets create () run: the cut-off for what the
+     * socket holds from before (fanout=1; the fanout threads have their own). */
+    self->state->playing_since_ns = gpp::capture::wall_clock_ns ();
+    self->state->playing_starts.fetch_add (1, std::memory_order_release);
+  }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
   if (pausing) {

@@ -2,7 +2,9 @@
 """pcapsrc device= fanout=N: several sockets of one PACKET_FANOUT group, a
 thread each, on a veth pair fed with generated traffic of many flows.
 
-(a) Exactness, for fanout=1, 2 and 4 (mode hash) and fanout=2 mode lb: every
+(a) Exactness, for fanout=1, 2 and 4 (mode hash) and fanout=2 modes lb,
+    rollover, cpu, qm (on a veth of one queue: all to one socket) and
+    hash-defrag (the traffic without its IPv4 fragments, see (f)): every
     packet sent is captured exactly once across the sockets (the same
     multiset of frames), packet numbers run 1, 2, 3, ... in push order (the
     CSV's `packet` column too), each record equals offline processing of its
@@ -21,13 +23,18 @@ thread each, on a veth pair fed with generated traffic of many flows.
 (e) Without immediate mode the kernel hands a block over only once it is
     closed (here after batch-timeout, 1 s): a frame captured while PAUSED,
     still in the open block when PLAYING comes, is discarded and counted,
-    never delivered; the frame sent after PLAYING is.
+    never delivered; the frame sent after PLAYING is.  With fanout=1 (the
+    socket read on the streaming thread) and fanout=2 (threads).
+(f) hash-defrag: the kernel reassembles IPv4 fragments before the fanout,
+    so a datagram sent in three fragments is captured as one packet holding
+    the whole datagram (hash: as three).
 
 Usage: test_live_fanout.py MAKE_SAMPLE_PCAP (run by meson as root;
 exits 77 where namespaces or tcpreplay are not available)."""
 import collections
 import csv
 import os
+import struct
 import tempfile
 import time
 
@@ -125,7 +132,7 @@ def exact(Gst, tx_ns, tmp, traffic, fanout, mode):
     check(f"{label}: stats received == packets + dropped + discarded, no drops",
           u64(stats, "received") == u64(stats, "packets") + u64(stats, "dropped") +
           u64(stats, "discarded") and u64(stats, "dropped") == 0, stats.to_string())
-    if mode == "hash" and fanout > 1:
+    if mode in ("hash", "hash-defrag") and fanout > 1:
         check(f"{label}: batches of several sockets interleave (not the send order)",
               got != frames)
         followed, out_of_order = livenet.flows_out_of_order(frames, got)
@@ -242,12 +249,12 @@ def lifecycle(Gst, tx_ns, tmp):
           f"(fds, threads: {baseline} before, {now} after)")
 
 
-def stale_block(Gst, tx_ns, tmp):
-    """(e)"""
+def stale_block(Gst, tx_ns, tmp, fanout):
+    """(e) for one fanout."""
     paused_frame, paused_one = livenet.marker_pcap(tmp, 7, "paused.pcap")
     played_frame, played_one = livenet.marker_pcap(tmp, 8, "played.pcap")
     pipeline = Gst.parse_launch(
-        f"pcapsrc name=src device={livenet.RX_IF} fanout=2 immediate-mode=false batch-size=1 "
+        f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} immediate-mode=false batch-size=1 "
         f"batch-timeout=1000000 stats-interval=50 ! fakesink")
     src = pipeline.get_by_name("src")
     recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
@@ -261,11 +268,83 @@ def stale_block(Gst, tx_ns, tmp):
     time.sleep(1.5)  # the paused frame's block is closed by now: it would be here
     frames = [p[3] for p in recorder.packets()]
     stats = stop(Gst, pipeline, [src])[0]
-    check("immediate-mode=false: the frame sent after PLAYING is delivered once",
+    label = f"fanout={fanout} immediate-mode=false"
+    check(f"{label}: the frame sent after PLAYING is delivered once",
           got and frames.count(played_frame) == 1, f"({len(frames)} frames)")
-    check("immediate-mode=false: a frame captured while PAUSED, in the block still open at "
+    check(f"{label}: a frame captured while PAUSED, in the block still open at "
           "PLAYING, is not delivered", paused_frame not in frames, f"({len(frames)} frames)")
-    check("... and is counted as discarded", u64(stats, "discarded") >= 1, stats.to_string())
+    check(f"{label}: ... and is counted as discarded", u64(stats, "discarded") >= 1,
+          stats.to_string())
+
+
+def ipv4_fragment(frame):
+    """Whether an Ethernet frame (VLAN tags skipped) is an IPv4 fragment."""
+    at = 12
+    while frame[at:at + 2] in (b"\x81\x00", b"\x88\xa8"):
+        at += 4
+    if frame[at:at + 2] != b"\x08\x00" or len(frame) < at + 2 + 8:
+        return False
+    flags_offset = int.from_bytes(frame[at + 8:at + 10], "big")
+    return flags_offset & 0x3FFF != 0  # more fragments, or an offset
+
+
+def unfragmented(traffic, tmp):
+    """`traffic` without its IPv4 fragments (hash-defrag would join them)."""
+    packets, sendable, _ = traffic
+    kept = [p for p in sendable if not ipv4_fragment(p[2])]
+    sent = os.path.join(tmp, "flows-unfragmented.sent.pcap")
+    livenet.write_pcap(sent, [(ts, len(d), d) for ts, _, d in kept])
+    return packets, kept, sent
+
+
+def checksum(data):
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total) & 0xFFFF
+
+
+def fragmented_datagram(tmp):
+    """A 1200-byte UDP datagram in three IPv4 fragments: (path, datagram length)."""
+    payload = bytes(range(256)) * 5
+    udp = struct.pack("!HHHH", 40000, 9, 8 + 1192, 0) + payload[:1192]
+    frames = []
+    for first in range(0, len(udp), 408):  # 408: a multiple of 8
+        part = udp[first:first + 408]
+        more = first + 408 < len(udp)
+        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(part), 0x4242,
+                             (0x2000 if more else 0) | first // 8, 64, 17, 0,
+                             bytes([10, 9, 0, 1]), bytes([10, 9, 0, 2]))
+        header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
+        frames.append(b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" +
+                      header + part)
+    path = os.path.join(tmp, "fragments.pcap")
+    livenet.write_pcap(path, [(i, len(f), f) for i, f in enumerate(frames)])
+    return path, 20 + len(udp)
+
+
+def defrag(Gst, tx_ns, tmp):
+    """(f)"""
+    path, datagram = fragmented_datagram(tmp)
+    for mode, expected in (("hash-defrag", [datagram]), ("hash", [428, 428, 404])):
+        pipeline = Gst.parse_launch(
+            f"pcapsrc name=src device={livenet.RX_IF} fanout=2 fanout-mode={mode} batch-size=1 "
+            f"batch-timeout=1000 stats-interval=50 ! fakesink")
+        src = pipeline.get_by_name("src")
+        recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+        pipeline.set_state(Gst.State.PLAYING)
+        if not started(Gst, pipeline, ["src"]):
+            check(f"fanout-mode={mode}: capturing", False)
+            pipeline.set_state(Gst.State.NULL)
+            continue
+        livenet.replay(tx_ns, path, "--topspeed")
+        recorder.wait_for(lambda b: recorder.packet_count >= len(expected), 5)
+        time.sleep(0.2)  # nothing more arrives
+        stop(Gst, pipeline, [src])
+        lengths = [int.from_bytes(p[3][16:18], "big") for p in recorder.packets()
+                   if p[3][12:14] == b"\x08\x00" and p[3][26:30] == bytes([10, 9, 0, 1])]
+        check(f"fanout-mode={mode}: a datagram sent in three IPv4 fragments is captured as "
+              f"IPv4 total lengths {expected}", sorted(lengths) == sorted(expected), f"({lengths})")
 
 
 def main(tx_ns, args):
@@ -275,12 +354,16 @@ def main(tx_ns, args):
     path = livenet.generate(make_sample, os.path.join(tmp, "flows.pcap"), "--packets", "3000",
                             "--flows", "64", "--seed", "31")
     traffic = livenet.sendable_copy(path, tmp, "flows")
-    for fanout, mode in ((1, "hash"), (2, "hash"), (4, "hash"), (2, "lb")):
+    for fanout, mode in ((1, "hash"), (2, "hash"), (4, "hash"), (2, "lb"), (2, "rollover"),
+                         (2, "cpu"), (2, "qm")):
         exact(Gst, tx_ns, tmp, traffic, fanout, mode)
+    exact(Gst, tx_ns, tmp, unfragmented(traffic, tmp), 2, "hash-defrag")
     shared_group(Gst, tx_ns, tmp, traffic)
     errors(Gst, tmp)
     lifecycle(Gst, tx_ns, tmp)
-    stale_block(Gst, tx_ns, tmp)
+    for fanout in (1, 2):
+        stale_block(Gst, tx_ns, tmp, fanout)
+    defrag(Gst, tx_ns, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
 
