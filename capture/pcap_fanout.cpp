@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "spin_lock.h"
+
 #ifndef PACKET_FANOUT_FLAG_UNIQUEID
 #define PACKET_FANOUT_FLAG_UNIQUEID 0x2000
 #endif
@@ -224,7 +226,7 @@ void PcapFanout::wake_threads() {
 }
 
 PcapFanout::Take PcapFanout::take(FanoutBatch *batch, uint64_t wait_ns) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto lock = spin_lock(mutex_);
   return take_ready(lock, batch, std::chrono::steady_clock::now() +
                                      std::chrono::nanoseconds(wait_ns));
 }
@@ -281,7 +283,7 @@ void PcapFanout::deliver(Socket &s) {
   s.bytes += s.batch.bytes;
   s.batch.drop();
   auto *descs = reinterpret_cast<GppPacketDesc *>(dst + sizeof(GppBatchHeader));
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto lock = spin_lock(mutex_); // the consumer holds it briefly: no sleep for that
   changed_.wait(lock, [&] {
     return stopping_ || !running_ || s.epoch != epoch_ ||
            ready_.size() < kReadyPerSocket * sockets_.size();

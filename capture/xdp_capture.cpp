@@ -29,6 +29,8 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "spin_lock.h"
+
 #ifndef SO_PREFER_BUSY_POLL
 #define SO_PREFER_BUSY_POLL 69
 #endif
@@ -648,7 +650,10 @@ bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
 
 XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
   const uint64_t until_ns = monotonic_clock_ns() + wait_ns;
-  std::unique_lock<std::mutex> lock(mutex_);
+  // Spinning for the mutex here and in queue_batch(): the queue's thread
+  // still holds it when the signal this thread spins for comes, and a thread
+  // that sleeps on a held mutex wakes microseconds later.
+  auto lock = spin_lock(mutex_);
   if (busy_poll_) {
     // Sleep until a batch opens (the queue's thread then says so), spin
     // until it closes.
@@ -670,7 +675,7 @@ XdpCapture::Take XdpCapture::take(XdpBatch *batch, uint64_t wait_ns) {
       const uint64_t seen = signals_.load(std::memory_order_acquire);
       lock.unlock();
       spin_for_batch(seen, until_ns);
-      lock.lock();
+      spin_relock(lock);
     }
   }
   const uint64_t now = monotonic_clock_ns();
@@ -783,7 +788,7 @@ XdpBatch XdpCapture::held_batch(Queue &q) {
 // Hands a closed batch to the consumer once there is room, numbering its
 // packets (`descs`) in that order; a pause or stop meanwhile gives it back.
 void XdpCapture::queue_batch(Queue &q, XdpBatch batch, GppPacketDesc *descs) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  auto lock = spin_lock(mutex_);
   changed_.wait(lock, [&] {
     return stopping_ || !running_ || q.epoch != epoch_ ||
            ready_.size() < kReadyPerQueue * queues_.size();

@@ -1,6 +1,7 @@
 // Taking a std::mutex that two busy threads share (the element's streaming
 // thread and its push task; the pinned pools they both allocate from and
-// release to): spin briefly on try_lock before sleeping.  These locks are
+// release to; a live capture's threads and its consumer): spin briefly on
+// try_lock before sleeping.  These locks are
 // held for well under a microsecond, while a thread that sleeps on one takes
 // microseconds to wake: without the spin every contended batch is a latency
 // outlier.  Host only.
@@ -20,14 +21,21 @@ inline void cpu_relax() {
 #endif
 }
 
-// A held lock on `m` (usable with std::condition_variable).
-inline std::unique_lock<std::mutex> spin_lock(std::mutex &m) {
+// Takes `lock`'s mutex again (it was let go), spinning first.
+inline void spin_relock(std::unique_lock<std::mutex> &lock) {
   constexpr int kSpins = 256; // a few microseconds at most
   for (int i = 0; i < kSpins; ++i) {
-    if (m.try_lock()) return std::unique_lock<std::mutex>(m, std::adopt_lock);
+    if (lock.try_lock()) return;
     cpu_relax();
   }
-  return std::unique_lock<std::mutex>(m);
+  lock.lock();
+}
+
+// A held lock on `m` (usable with std::condition_variable).
+inline std::unique_lock<std::mutex> spin_lock(std::mutex &m) {
+  std::unique_lock<std::mutex> lock(m, std::defer_lock);
+  spin_relock(lock);
+  return lock;
 }
 
 } // namespace gpp
