@@ -357,7 +357,8 @@ gst_pcap_src_live_error (GstPcapSrc * self, const gpp::capture::PcapLiveError & 
 
 static gboolean gst_pcap_src_unlock_stop (GstBaseSrc * base);
 static gint64 gst_pcap_src_maybe_post_stats (GstPcapSrc * self);
-static void gst_pcap_src_discard_pending (GstPcapSrc * self);
+static void gst_pcap_src_begin_playing (GstPcapSrc * self);
+static void gst_pcap_src_count_skipped (GstPcapSrc * self);
 
 /* The element's side of a fill on the streaming thread: PAUSED waits for
  * PLAYING (dropping what came meanwhile), the settings are read under the
@@ -373,15 +374,12 @@ gst_pcap_src_make_fill_control (GstPcapSrc * self, GstPcapSrcState * st)
       st->fill_stopped = gst_base_src_wait_playing (base);
       if (st->fill_stopped != GST_FLOW_OK)
         return false;
-      gst_pcap_src_discard_pending (self);
     }
-    /* First in this PLAYING: skip what was captured before it (counted as
-     * discarded after the fill). */
-    const guint64 starts = st->playing_starts.load (std::memory_order_acquire);
-    if (starts != st->playing_starts_seen) {
-      st->playing_starts_seen = starts;
-      st->batch.skip_before_ns = st->playing_since_ns.load ();
-    }
+    /* The first look in this PLAYING (whether this thread waited for it
+     * here, or the pause unlocked a fill that the task now resumes). */
+    if (st->playing_starts.load (std::memory_order_acquire) != st->playing_starts_seen)
+      gst_pcap_src_begin_playing (self);
+    gst_pcap_src_count_skipped (self);  /* by the look before: in the stats at once */
     return true;
   };
   st->fill.limits =[self] (uint32_t * packets, uint64_t * timeout_ns) {
@@ -893,13 +891,7 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
   std::string error;
   const gpp::capture::Fill filled = st->socket->fill (st->batch, st->fill, MAX_BATCH_BYTES,
       &error);
-  if (st->batch.skipped) {
-    GST_INFO_OBJECT (self, "skipped %" G_GUINT64_FORMAT " packets captured before PLAYING",
-        st->batch.skipped);
-    std::lock_guard<std::mutex> guard (self->stats->lock);
-    self->stats->discarded += st->batch.skipped;
-    st->batch.skipped = 0;
-  }
+  gst_pcap_src_count_skipped (self);
   switch (filled) {
     case gpp::capture::Fill::Ready:
       return GST_FLOW_OK;
@@ -918,19 +910,38 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
   return GST_FLOW_ERROR;
 }
 
-/* Back in PLAYING: the batch begun before the pause and what the kernel
- * queued meanwhile are dropped (counted as discarded), as a camera does not
- * deliver what it saw while paused, and so no batch carries a stale time. */
+/* Packets the fill skipped as captured before PLAYING: into `discarded`. */
 static void
-gst_pcap_src_discard_pending (GstPcapSrc * self)
+gst_pcap_src_count_skipped (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
-  guint64 dropped = st->batch.packets ();
+  if (!st->batch.skipped)
+    return;
+  GST_INFO_OBJECT (self, "skipped %" G_GUINT64_FORMAT " packets captured before PLAYING",
+      st->batch.skipped);
+  std::lock_guard<std::mutex> guard (self->stats->lock);
+  self->stats->discarded += st->batch.skipped;
+  st->batch.skipped = 0;
+}
+
+/* A PLAYING begins: the batch begun before it is dropped, and packets
+ * captured before it (the ring's, and without immediate mode those of the
+ * block still open) are skipped as they are read, by capture time; both
+ * are counted as discarded.  As a camera does not deliver what it saw while
+ * paused, so no batch carries a stale time.  Nothing captured after the
+ * PLAYING is lost to this: the socket is not drained. */
+static void
+gst_pcap_src_begin_playing (GstPcapSrc * self)
+{
+  GstPcapSrcState *st = self->state;
+  st->playing_starts_seen = st->playing_starts.load (std::memory_order_acquire);
+  st->batch.skip_before_ns = st->playing_since_ns.load ();
+  const guint64 dropped = st->batch.packets ();
+  if (!dropped)
+    return;
   st->batch.drop ();
-  dropped += st->socket->drain ();
-  if (dropped)
-    GST_INFO_OBJECT (self, "dropped %" G_GUINT64_FORMAT " packets captured while not playing",
-        dropped);
+  GST_INFO_OBJECT (self, "dropped a batch of %" G_GUINT64_FORMAT " packets begun before "
+      "PLAYING", dropped);
   std::lock_guard<std::mutex> guard (self->stats->lock);
   self->stats->discarded += dropped;
 }

@@ -28,6 +28,10 @@ thread each, on a veth pair fed with generated traffic of many flows.
 (f) hash-defrag: the kernel reassembles IPv4 fragments before the fanout,
     so a datagram sent in three fragments is captured as one packet holding
     the whole datagram (hash: as three).
+(g) A batch being built when PAUSED comes (batch-size and batch-timeout
+    not reached) is not delivered after PLAYING (fanout=1, where the pause
+    unlocks the fill that PLAYING resumes, and fanout=2); it is counted as
+    discarded, and a frame sent after PLAYING is delivered.
 
 Usage: test_live_fanout.py MAKE_SAMPLE_PCAP (run by meson as root;
 exits 77 where namespaces or tcpreplay are not available)."""
@@ -277,6 +281,40 @@ def stale_block(Gst, tx_ns, tmp, fanout):
           stats.to_string())
 
 
+def held_batch(Gst, tx_ns, tmp, fanout):
+    """(g) for one fanout."""
+    held_frame, held_one = livenet.marker_pcap(tmp, 10, "held.pcap")
+    played_frame, played_one = livenet.marker_pcap(tmp, 11, "played-after.pcap")
+    pipeline = Gst.parse_launch(
+        f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} batch-size=100 "
+        f"batch-timeout=5000000 stats-interval=50 ! fakesink")
+    src = pipeline.get_by_name("src")
+    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline.set_state(Gst.State.PLAYING)
+    label = f"fanout={fanout}"
+    if not started(Gst, pipeline, ["src"]):
+        check(f"{label}: capturing", False)
+        pipeline.set_state(Gst.State.NULL)
+        return
+    livenet.replay(tx_ns, held_one, "--topspeed")
+    time.sleep(0.3)  # read into the batch being built (5 s to its timeout)
+    pipeline.set_state(Gst.State.PAUSED)
+    pipeline.get_state(Gst.CLOCK_TIME_NONE)
+    time.sleep(0.1)
+    pipeline.set_state(Gst.State.PLAYING)
+    src.set_property("batch-timeout", 1000)
+    livenet.replay(tx_ns, played_one, "--topspeed")
+    got = recorder.wait_for(lambda b: played_frame in [p[3] for _, batch in b for p in batch], 5)
+    time.sleep(0.1)
+    frames = [p[3] for p in recorder.packets()]
+    stats = stop(Gst, pipeline, [src])[0]
+    check(f"{label}: a frame in the batch being built at PAUSED is not delivered after PLAYING",
+          held_frame not in frames, f"({len(frames)} frames)")
+    check(f"{label}: ... it is counted as discarded, and the frame sent after PLAYING is "
+          f"delivered", got and frames.count(played_frame) == 1 and
+          u64(stats, "discarded") >= 1, stats.to_string())
+
+
 def ipv4_fragment(frame):
     """Whether an Ethernet frame (VLAN tags skipped) is an IPv4 fragment."""
     at = 12
@@ -363,6 +401,8 @@ def main(tx_ns, args):
     lifecycle(Gst, tx_ns, tmp)
     for fanout in (1, 2):
         stale_block(Gst, tx_ns, tmp, fanout)
+    for fanout in (1, 2):
+        held_batch(Gst, tx_ns, tmp, fanout)
     defrag(Gst, tx_ns, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
