@@ -253,15 +253,21 @@ def lifecycle(Gst, tx_ns, tmp):
           f"(fds, threads: {baseline} before, {now} after)")
 
 
+def recorded_source(Gst, props):
+    """`pcapsrc name=src device=RX_IF props ! fakesink`: (pipeline, src, its
+    BatchRecorder)."""
+    pipeline = Gst.parse_launch(
+        f"pcapsrc name=src device={livenet.RX_IF} {props} stats-interval=50 ! fakesink")
+    src = pipeline.get_by_name("src")
+    return pipeline, src, livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+
+
 def stale_block(Gst, tx_ns, tmp, fanout):
     """(e) for one fanout."""
     paused_frame, paused_one = livenet.marker_pcap(tmp, 7, "paused.pcap")
     played_frame, played_one = livenet.marker_pcap(tmp, 8, "played.pcap")
-    pipeline = Gst.parse_launch(
-        f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} immediate-mode=false batch-size=1 "
-        f"batch-timeout=1000000 stats-interval=50 ! fakesink")
-    src = pipeline.get_by_name("src")
-    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline, src, recorder = recorded_source(
+        Gst, f"fanout={fanout} immediate-mode=false batch-size=1 batch-timeout=1000000")
     pipeline.set_state(Gst.State.PAUSED)
     pipeline.get_state(Gst.CLOCK_TIME_NONE)
     livenet.replay(tx_ns, paused_one, "--topspeed")
@@ -285,11 +291,8 @@ def held_batch(Gst, tx_ns, tmp, fanout):
     """(g) for one fanout."""
     held_frame, held_one = livenet.marker_pcap(tmp, 10, "held.pcap")
     played_frame, played_one = livenet.marker_pcap(tmp, 11, "played-after.pcap")
-    pipeline = Gst.parse_launch(
-        f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} batch-size=100 "
-        f"batch-timeout=5000000 stats-interval=50 ! fakesink")
-    src = pipeline.get_by_name("src")
-    recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+    pipeline, src, recorder = recorded_source(
+        Gst, f"fanout={fanout} batch-size=100 batch-timeout=5000000")
     pipeline.set_state(Gst.State.PLAYING)
     label = f"fanout={fanout}"
     if not started(Gst, pipeline, ["src"]):
@@ -365,11 +368,8 @@ def defrag(Gst, tx_ns, tmp):
     """(f)"""
     path, datagram = fragmented_datagram(tmp)
     for mode, expected in (("hash-defrag", [datagram]), ("hash", [428, 428, 404])):
-        pipeline = Gst.parse_launch(
-            f"pcapsrc name=src device={livenet.RX_IF} fanout=2 fanout-mode={mode} batch-size=1 "
-            f"batch-timeout=1000 stats-interval=50 ! fakesink")
-        src = pipeline.get_by_name("src")
-        recorder = livenet.BatchRecorder(Gst, src.get_static_pad("src"))
+        pipeline, src, recorder = recorded_source(
+            Gst, f"fanout=2 fanout-mode={mode} batch-size=1 batch-timeout=1000")
         pipeline.set_state(Gst.State.PLAYING)
         if not started(Gst, pipeline, ["src"]):
             check(f"fanout-mode={mode}: capturing", False)
