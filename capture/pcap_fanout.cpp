@@ -344,7 +344,7 @@ void PcapFanout::capture(Socket &s) {
       const uint64_t starts = starts_;
       if (s.starts_seen != starts) {
         s.starts_seen = starts;
-        s.batch.skip_before_ns = start_wall_ns_;
+        s.batch.skip_captured_before(start_wall_ns_, *s.pcap);
       }
       std::string error;
       const Fill filled = s.pcap->fill(s.batch, control, max_batch_bytes_, &error);

@@ -22,7 +22,7 @@ void add_packet(u_char *user, const pcap_pkthdr *hdr, const u_char *data) {
   const uint64_t ts_ns =
       uint64_t(hdr->ts.tv_sec) * 1000000000u + uint64_t(hdr->ts.tv_usec) * (b->nano ? 1 : 1000);
   if (b->skip_before_ns) {
-    if (ts_ns < b->skip_before_ns) {
+    if (ts_ns < b->skip_before_ns && monotonic_clock_ns() < b->skip_until_mono_ns) {
       b->skipped++;
       return;
     }
@@ -90,6 +90,11 @@ PcapLiveError activate_error(pcap_t *pcap, int rc, const std::string &device) {
 
 } // namespace
 
+void LiveBatch::skip_captured_before(uint64_t wall_ns, const PcapSocket &socket) {
+  skip_before_ns = wall_ns;
+  skip_until_mono_ns = monotonic_clock_ns() + socket.stale_window_ns();
+}
+
 void LiveBatch::drop() {
   packets_read -= builder.packet_count();
   builder.reset(linktype);
@@ -114,7 +119,9 @@ std::unique_ptr<PcapSocket> PcapSocket::open(const PcapLiveSettings &s, PcapLive
   pcap_set_immediate_mode(p, s.immediate);
   // Without immediate mode the kernel hands over blocks of packets when a
   // block fills or this timeout passes; keep it within one batch timeout.
-  pcap_set_timeout(p, static_cast<int>(std::max(1u, (s.timeout_us + 999) / 1000)));
+  const unsigned block_timeout_ms = std::max(1u, (s.timeout_us + 999) / 1000);
+  pcap_set_timeout(p, static_cast<int>(block_timeout_ms));
+  sock->block_timeout_ns_ = s.immediate ? 0 : uint64_t{block_timeout_ms} * 1000000u;
   sock->nano_ = pcap_set_tstamp_precision(p, PCAP_TSTAMP_PRECISION_NANO) == 0;
 
   const int rc = pcap_activate(p);

@@ -35,6 +35,8 @@ struct PcapLiveError {
   std::string detail;           // libpcap's or the kernel's own words
 };
 
+class PcapSocket;
+
 // Packets of the batch being built, and when its first one came.
 struct LiveBatch {
   gpp::BatchBuilder builder;
@@ -44,12 +46,18 @@ struct LiveBatch {
   uint64_t packets_read = 0;     // packets added since the capture began: their numbers
   uint32_t linktype = 0;
   bool nano = true;              // set by the socket that fills it
-  // Packets captured before this time (ns, wall clock) are skipped, counted
-  // in `skipped`, until the first one at or after it (0: none skipped).
+  // Packets captured before skip_before_ns (wall clock) are skipped, counted
+  // in `skipped`, until the first one at or after it, or the first read at
+  // or after skip_until_mono_ns (monotonic: a wall clock stepped back must
+  // not skip the traffic for as long as the step).  0: none skipped.
   uint64_t skip_before_ns = 0;
+  uint64_t skip_until_mono_ns = 0;
   uint64_t skipped = 0;
 
   uint32_t packets() const { return builder.packet_count(); }
+  // Skip what `socket` captured before `wall_ns` (a start): what it still
+  // holds from before is read within its stale window from now.
+  void skip_captured_before(uint64_t wall_ns, const PcapSocket &socket);
   // Empties the batch; the packets it held are no longer counted as read.
   void drop();
 };
@@ -92,6 +100,11 @@ public:
   // pcap_stats; false where libpcap has none.
   bool stats(pcap_stat *out);
 
+  // How long after a start packets captured before it can still come out:
+  // the kernel's block timeout without immediate mode, and a second for a
+  // reader that starts late.
+  uint64_t stale_window_ns() const { return block_timeout_ns_ + 1000000000u; }
+
   pcap_t *handle() const { return pcap_; }
   int fd() const { return fd_; }
   bool nano() const { return nano_; }
@@ -104,6 +117,7 @@ private:
   bpf_program program_{};
   bool have_program_ = false;
   bool nano_ = true;
+  uint64_t block_timeout_ns_ = 0; // 0 in immediate mode
   int fd_ = -1;
 };
 

@@ -935,7 +935,7 @@ gst_pcap_src_begin_playing (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
   st->playing_starts_seen = st->playing_starts.load (std::memory_order_acquire);
-  st->batch.skip_before_ns = st->playing_since_ns.load ();
+  st->batch.skip_captured_before (st->playing_since_ns.load (), *st->socket);
   const guint64 dropped = st->batch.packets ();
   if (!dropped)
     return;
