@@ -76,7 +76,6 @@ std::string why_join_failed(const PcapFanoutSettings &s, uint32_t socket, uint32
   }
 }
 
-
 } // namespace
 
 const char *fanout_mode_name(FanoutMode mode) {
@@ -102,7 +101,6 @@ struct PcapFanout::Socket {
   std::unique_ptr<PcapSocket> pcap;
   LiveBatch batch;
   uint64_t epoch = 0; // PcapFanout::epoch_ when the batch being built began
-  uint64_t starts_seen = 0; // PcapFanout::starts_ when this thread last looked
   int wake_fd = -1;   // eventfd: start/pause/stop and limit changes end its waits
   std::atomic<uint64_t> packets{0}, bytes{0};
   pcap_stat last{};   // the last pcap_stats answer
@@ -342,14 +340,10 @@ void PcapFanout::capture(Socket &s) {
       // before it (PAUSED, and before this socket joined the group, when it
       // saw every packet the others saw too).
       const uint64_t starts = starts_;
-      if (s.starts_seen != starts) {
-        s.starts_seen = starts;
-        s.batch.skip_captured_before(start_wall_ns_, *s.pcap);
-      }
+      s.batch.follow_start(starts, start_wall_ns_, *s.pcap);
       std::string error;
       const Fill filled = s.pcap->fill(s.batch, control, max_batch_bytes_, &error);
-      discarded_ += s.batch.skipped;
-      s.batch.skipped = 0;
+      discarded_ += s.batch.take_skipped();
       switch (filled) {
       case Fill::Ready:
         deliver(s);

@@ -90,9 +90,12 @@ PcapLiveError activate_error(pcap_t *pcap, int rc, const std::string &device) {
 
 } // namespace
 
-void LiveBatch::skip_captured_before(uint64_t wall_ns, const PcapSocket &socket) {
-  skip_before_ns = wall_ns;
+bool LiveBatch::follow_start(uint64_t starts, uint64_t since_ns, const PcapSocket &socket) {
+  if (starts == starts_seen) return false;
+  starts_seen = starts;
+  skip_before_ns = since_ns;
   skip_until_mono_ns = monotonic_clock_ns() + socket.stale_window_ns();
+  return true;
 }
 
 void LiveBatch::drop() {

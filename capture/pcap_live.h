@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "batch_builder.h"
 #include "live_clock.h"
@@ -53,11 +54,16 @@ struct LiveBatch {
   uint64_t skip_before_ns = 0;
   uint64_t skip_until_mono_ns = 0;
   uint64_t skipped = 0;
+  uint64_t starts_seen = 0;      // the capture's starts (follow_start) seen so far
 
   uint32_t packets() const { return builder.packet_count(); }
-  // Skip what `socket` captured before `wall_ns` (a start): what it still
-  // holds from before is read within its stale window from now.
-  void skip_captured_before(uint64_t wall_ns, const PcapSocket &socket);
+  // Follows the capture's starts: `starts` counts them, `since_ns` is the
+  // last one's time (wall clock; read after `starts`).  At a start not seen
+  // yet, skips what `socket` captured before it (what it still holds from
+  // before comes out within its stale window from now) and returns true.
+  bool follow_start(uint64_t starts, uint64_t since_ns, const PcapSocket &socket);
+  // The packets skipped since the last call.
+  uint64_t take_skipped() { return std::exchange(skipped, 0); }
   // Empties the batch; the packets it held are no longer counted as read.
   void drop();
 };
@@ -77,7 +83,6 @@ struct FillControl {
 };
 
 enum class Fill { Ready, Stopped, Failed };
-
 
 class PcapSocket {
 public:

@@ -74,7 +74,6 @@ int keep_libbpf(enum libbpf_print_level level, const char *format, va_list ap) {
   return level == LIBBPF_DEBUG ? 0 : keep_message(format, ap);
 }
 
-
 bool power_of_two(uint32_t v) { return v && !(v & (v - 1)); }
 
 // The program that sends each receive queue's frames to its socket:
@@ -639,11 +638,7 @@ bool XdpCapture::spin_for_batch(uint64_t seen, uint64_t until_ns) {
       if (monotonic_clock_ns() >= until_ns) return false;
       if ((spins & 1023) == 0) sched_yield();
     }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
+    cpu_relax();
   }
   return signals_.load(std::memory_order_acquire) != seen;
 }

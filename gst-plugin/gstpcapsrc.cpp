@@ -200,7 +200,6 @@ struct GstPcapSrcState
    * captured before it are not delivered, also those the kernel still holds
    * in an open TPACKET_V3 block or its queue (set by change_state). */
   std::atomic<guint64> playing_since_ns {0}, playing_starts {0};
-  guint64 playing_starts_seen = 0;      /* the streaming thread's */
   /* fanout>1: sockets read by threads of their own. */
   std::unique_ptr<gpp::capture::PcapFanout> fanout;
   bool live = false;
@@ -377,7 +376,8 @@ gst_pcap_src_make_fill_control (GstPcapSrc * self, GstPcapSrcState * st)
     }
     /* The first look in this PLAYING (whether this thread waited for it
      * here, or the pause unlocked a fill that the task now resumes). */
-    if (st->playing_starts.load (std::memory_order_acquire) != st->playing_starts_seen)
+    const guint64 starts = st->playing_starts.load (std::memory_order_acquire);
+    if (st->batch.follow_start (starts, st->playing_since_ns.load (), *st->socket))
       gst_pcap_src_begin_playing (self);
     gst_pcap_src_count_skipped (self);  /* by the look before: in the stats at once */
     return true;
@@ -914,28 +914,25 @@ gst_pcap_src_fill_from_device (GstPcapSrc * self)
 static void
 gst_pcap_src_count_skipped (GstPcapSrc * self)
 {
-  GstPcapSrcState *st = self->state;
-  if (!st->batch.skipped)
+  const guint64 skipped = self->state->batch.take_skipped ();
+  if (!skipped)
     return;
   GST_INFO_OBJECT (self, "skipped %" G_GUINT64_FORMAT " packets captured before PLAYING",
-      st->batch.skipped);
+      skipped);
   std::lock_guard<std::mutex> guard (self->stats->lock);
-  self->stats->discarded += st->batch.skipped;
-  st->batch.skipped = 0;
+  self->stats->discarded += skipped;
 }
 
-/* A PLAYING begins: the batch begun before it is dropped, and packets
- * captured before it (the ring's, and without immediate mode those of the
- * block still open) are skipped as they are read, by capture time; both
- * are counted as discarded.  As a camera does not deliver what it saw while
- * paused, so no batch carries a stale time.  Nothing captured after the
- * PLAYING is lost to this: the socket is not drained. */
+/* A PLAYING begins (the batch follows it: packets captured before it, the
+ * ring's and without immediate mode those of the block still open, are
+ * skipped as they are read, by capture time): the batch begun before it is
+ * dropped; both are counted as discarded.  As a camera does not deliver
+ * what it saw while paused, so no batch carries a stale time.  Nothing
+ * captured after the PLAYING is lost to this: the socket is not drained. */
 static void
 gst_pcap_src_begin_playing (GstPcapSrc * self)
 {
   GstPcapSrcState *st = self->state;
-  st->playing_starts_seen = st->playing_starts.load (std::memory_order_acquire);
-  st->batch.skip_captured_before (st->playing_since_ns.load (), *st->socket);
   const guint64 dropped = st->batch.packets ();
   if (!dropped)
     return;
