@@ -15,16 +15,14 @@ GppResultQueue::reserve (unsigned slots)
 void
 GppResultQueue::cancel_reservation ()
 {
-  bool task_waits_for_it;
+  bool flush_waits;
   {
     auto lock = gpp::spin_lock (lock_);
     in_flight_--;
     outstanding_--;
-    task_waits_for_it = flushing_.load () && outstanding_ == 0;
+    flush_waits = flush_waits_for_none_locked ();
   }
-  room_.notify_all ();
-  if (task_waits_for_it)
-    work_.notify_all ();
+  notify_item_out (flush_waits);
 }
 
 GstFlowReturn
@@ -95,19 +93,15 @@ GppResultQueue::retire_slot ()
 void
 GppResultQueue::done (GstFlowReturn flow)
 {
-  bool task_waits_for_it;
+  bool flush_waits;
   {
     auto lock = gpp::spin_lock (lock_);
     outstanding_--;
     if (flow != GST_FLOW_OK && last_flow_ == GST_FLOW_OK)
       last_flow_ = flow;
-    task_waits_for_it = flushing_.load () && outstanding_ == 0;
+    flush_waits = flush_waits_for_none_locked ();
   }
-  /* Outside the lock, as in enqueue: the chain may want it.  The task only
-   * when a flush waits for the last item to pause it. */
-  room_.notify_all ();
-  if (task_waits_for_it)
-    work_.notify_all ();
+  notify_item_out (flush_waits);   /* outside the lock, as in enqueue */
 }
 
 void

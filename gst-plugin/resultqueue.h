@@ -155,7 +155,7 @@ public:
     /* A flush pauses the task only once nothing is outstanding: a batch the
      * chain has reserved a place for is still on its way to the queue. */
     work_.wait (lock, [&] {
-          return !queue_.empty () || (flushing_.load () && outstanding_ == 0);});
+          return !queue_.empty () || flush_waits_for_none_locked ();});
     if (queue_.empty ()) {
       pause ();
       return false;
@@ -181,6 +181,17 @@ public:
 
 private:
   void spin_for_work ();
+  /* With lock_ held, after outstanding_ fell: whether a flush waits for
+   * nothing to be outstanding (the task then pauses). */
+  bool flush_waits_for_none_locked () const { return flushing_.load () && outstanding_ == 0; }
+  /* An item is out (or never came): the chain may wait for room or a drain;
+   * the task only when a flush waits for the last one.  Lock released. */
+  void notify_item_out (bool flush_waits)
+  {
+    room_.notify_all ();
+    if (flush_waits)
+      work_.notify_all ();
+  }
   /* The oldest item into `item`; call with lock_ held and the queue not empty. */
   void move_front_locked (PendingItem & item)
   {
