@@ -253,6 +253,12 @@ def lifecycle(Gst, tx_ns, tmp):
           f"(fds, threads: {baseline} before, {now} after)")
 
 
+def frames_and_stats(Gst, pipeline, src, recorder):
+    """Stops a recorded_source() pipeline: (the frames it pushed, its stats)."""
+    frames = [p[3] for p in recorder.packets()]
+    return frames, stop(Gst, pipeline, [src])[0]
+
+
 def recorded_source(Gst, props):
     """`pcapsrc name=src device=RX_IF props ! fakesink`: (pipeline, src, its
     BatchRecorder)."""
@@ -276,8 +282,7 @@ def stale_block(Gst, tx_ns, tmp, fanout):
     livenet.replay(tx_ns, played_one, "--topspeed")
     got = recorder.wait_for(lambda b: recorder.packet_count >= 1, 5)
     time.sleep(1.5)  # the paused frame's block is closed by now: it would be here
-    frames = [p[3] for p in recorder.packets()]
-    stats = stop(Gst, pipeline, [src])[0]
+    frames, stats = frames_and_stats(Gst, pipeline, src, recorder)
     label = f"fanout={fanout} immediate-mode=false"
     check(f"{label}: the frame sent after PLAYING is delivered once",
           got and frames.count(played_frame) == 1, f"({len(frames)} frames)")
@@ -309,8 +314,7 @@ def held_batch(Gst, tx_ns, tmp, fanout):
     livenet.replay(tx_ns, played_one, "--topspeed")
     got = recorder.wait_for(lambda b: played_frame in [p[3] for _, batch in b for p in batch], 5)
     time.sleep(0.1)
-    frames = [p[3] for p in recorder.packets()]
-    stats = stop(Gst, pipeline, [src])[0]
+    frames, stats = frames_and_stats(Gst, pipeline, src, recorder)
     check(f"{label}: a frame in the batch being built at PAUSED is not delivered after PLAYING",
           held_frame not in frames, f"({len(frames)} frames)")
     check(f"{label}: ... it is counted as discarded, and the frame sent after PLAYING is "
