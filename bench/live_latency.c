@@ -5,22 +5,35 @@
  * while a thread injects UDP frames into INJECT (the other end of a veth
  * pair, see live-latency.sh) at a fixed rate, then prints the element's
  * capture-latency percentiles (capture timestamp of a batch's first packet
- * to the push of its results, wall clock) and the capture counts.
+ * to the push of its results, wall clock) and the capture counts.  Two
+ * measures of it: the element's own `stats` (its last 4096 batches), and a
+ * probe on its source pad that sees every batch of the run as it leaves
+ * (the run's percentiles, and with --trace each batch's time and latency).
+ * --noise-ms first spins that long on each CPU and reports how often and how
+ * long a spinning thread was interrupted there (what bounds a p99 that
+ * waits microseconds for the GPU: an interruption within the wait adds its
+ * length).
  *
  *   gpupacket-live-latency --capture IF --inject IF [--rate PPS] [--seconds S]
  *       [--batch-size N] [--batch-timeout US] [--modes cpu,streams,...]
  *       [--sources pcapsrc,afxdpsrc] [--source-props PROPS] [--proc-props PROPS]
- *       [--csv FILE]
+ *       [--csv FILE] [--trace FILE] [--noise-ms MS]
  * PROPS: further properties of the source or of gpupacketproc, as gst-launch
  * takes them (e.g. --source-props busy-poll=true --sources afxdpsrc).
  */
-#define _DEFAULT_SOURCE /* the BSD types <pcap/pcap.h> uses */
+#define _GNU_SOURCE /* the BSD types <pcap/pcap.h> uses; CPU affinity */
 #include <gst/gst.h>
 #include <pcap/pcap.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <gpupacket/gstpacketbatchmeta.h>
+#include <gpupacket/packet-batch.h>
 
 typedef struct {
   const char *inject;
@@ -46,6 +59,129 @@ all_modes (void)
     g_string_append_printf (text, "%s%s", i ? "," : "", modes->values[i].value_nick);
   gst_object_unref (proc);
   return g_string_free (text, FALSE);
+}
+
+static guint64
+clock_ns (clockid_t id)
+{
+  struct timespec ts;
+  clock_gettime (id, &ts);
+  return (guint64) ts.tv_sec * 1000000000u + (guint64) ts.tv_nsec;
+}
+
+/* Every batch leaving gpupacketproc during a run: when, and how long after
+ * its first packet's capture (both on the capture timestamps' clock,
+ * CLOCK_REALTIME).  Room for one batch a frame; batches past it are
+ * counted, not kept. */
+typedef struct {
+  GType meta_api;
+  guint64 *at_ns, *latency_ns;
+  gint n, missed;               /* atomic: the streaming thread counts, main reads */
+  gint cap;
+} Probe;
+
+static GstPadProbeReturn
+on_results (G_GNUC_UNUSED GstPad * pad, GstPadProbeInfo * info, gpointer data)
+{
+  Probe *p = data;
+  const guint64 now = clock_ns (CLOCK_REALTIME);
+  GstBuffer *buf = GST_PAD_PROBE_INFO_BUFFER (info);
+  if (!p->meta_api)             /* registered with the first meta the element adds */
+    p->meta_api = g_type_from_name (GST_PACKET_BATCH_META_API_NAME);
+  GstPacketBatchMeta *meta = p->meta_api ?
+      (GstPacketBatchMeta *) gst_buffer_get_meta (buf, p->meta_api) : NULL;
+  GstMapInfo map;
+  if (!meta || !gst_buffer_map (meta->batch, &map, GST_MAP_READ))
+    return GST_PAD_PROBE_OK;
+  const GppBatchHeader *h = (const GppBatchHeader *) map.data;
+  if (map.size >= sizeof *h && h->packet_count &&
+      map.size >= h->header_size + sizeof (GppPacketDesc)) {
+    const guint64 first = gpp_batch_descs (map.data)[0].timestamp_ns;
+    const gint i = g_atomic_int_get (&p->n);
+    if (i < p->cap) {
+      p->at_ns[i] = now;
+      p->latency_ns[i] = now > first ? now - first : 0;
+      g_atomic_int_set (&p->n, i + 1);
+    } else {
+      g_atomic_int_inc (&p->missed);
+    }
+  }
+  gst_buffer_unmap (meta->batch, &map);
+  return GST_PAD_PROBE_OK;
+}
+
+static int
+compare_u64 (const void *a, const void *b)
+{
+  const guint64 x = *(const guint64 *) a, y = *(const guint64 *) b;
+  return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted[0, n), as LatencyWindow's. */
+static guint64
+percentile (const guint64 * sorted, gsize n, double pct)
+{
+  if (!n)
+    return 0;
+  gsize rank = (gsize) (pct / 100.0 * (double) n + 0.999999);
+  rank = MAX (rank, 1);
+  return sorted[MIN (rank, n) - 1];
+}
+
+/* Spins on CPU `cpu` for `ms` reading the clock; every gap between two reads
+ * longer than 1 us is an interruption (an interrupt, a timer tick, the
+ * hypervisor): prints how many a second, of what length, and the time lost. */
+static void
+measure_noise (int cpu, double ms)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  CPU_SET (cpu, &set);
+  if (pthread_setaffinity_np (pthread_self (), sizeof set, &set) != 0)
+    return;                     /* not ours to use (cpuset) */
+  enum { kMaxGaps = 1 << 16 };
+  static guint64 gaps[kMaxGaps];
+  gsize n = 0;
+  guint64 lost = 0;
+  const guint64 start = clock_ns (CLOCK_MONOTONIC), end = start + (guint64) (ms * 1e6);
+  guint64 last = start;
+  for (;;) {
+    const guint64 now = clock_ns (CLOCK_MONOTONIC);
+    if (now - last > 1000) {
+      lost += now - last;
+      if (n < kMaxGaps)
+        gaps[n++] = now - last;
+    }
+    last = now;
+    if (now >= end)
+      break;
+  }
+  qsort (gaps, n, sizeof gaps[0], compare_u64);
+  gsize over5 = 0, over10 = 0;
+  for (gsize i = 0; i < n; i++) {
+    over5 += gaps[i] > 5000;
+    over10 += gaps[i] > 10000;
+  }
+  const double s = ms / 1e3;
+  printf ("%-5d %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %9.3f\n", cpu, n / s, over5 / s,
+      over10 / s, percentile (gaps, n, 50) / 1e3, percentile (gaps, n, 99) / 1e3,
+      n ? gaps[n - 1] / 1e3 : 0.0, lost / 1e6 / ms * 100);
+}
+
+static void
+report_noise (double ms)
+{
+  printf ("interruptions of a thread spinning %.0f ms on each CPU (gaps > 1 us between clock reads)\n",
+      ms);
+  printf ("%-5s %10s %10s %10s %9s %9s %9s %9s\n", "cpu", "per s", ">5us /s", ">10us /s",
+      "p50 us", "p99 us", "max us", "lost %");
+  cpu_set_t allowed;
+  if (sched_getaffinity (0, sizeof allowed, &allowed) != 0)
+    return;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    if (CPU_ISSET (cpu, &allowed))
+      measure_noise (cpu, ms);
+  pthread_setaffinity_np (pthread_self (), sizeof allowed, &allowed);
 }
 
 static double
@@ -141,9 +277,9 @@ int
 main (int argc, char **argv)
 {
   gchar *capture = NULL, *inject = NULL, *modes = NULL, *sources = NULL;
-  gchar *csv = NULL, *source_props = NULL, *proc_props = NULL;
+  gchar *csv = NULL, *trace = NULL, *source_props = NULL, *proc_props = NULL;
   gint rate = 20000, batch_size = 64, batch_timeout = 100;
-  gdouble seconds = 3;
+  gdouble seconds = 3, noise_ms = 0;
   GOptionEntry entries[] = {
     {"capture", 0, 0, G_OPTION_ARG_STRING, &capture, "interface pcapsrc captures on", "IF"},
     {"inject", 0, 0, G_OPTION_ARG_STRING, &inject, "interface frames are injected into", "IF"},
@@ -162,6 +298,10 @@ main (int argc, char **argv)
     {"proc-props", 0, 0, G_OPTION_ARG_STRING, &proc_props,
         "further properties of gpupacketproc (e.g. low-latency=true)", "PROPS"},
     {"csv", 0, 0, G_OPTION_ARG_FILENAME, &csv, "also write the rows as CSV", "FILE"},
+    {"trace", 0, 0, G_OPTION_ARG_FILENAME, &trace,
+        "write every batch's push time and capture-to-push latency (CSV, ns)", "FILE"},
+    {"noise-ms", 0, 0, G_OPTION_ARG_DOUBLE, &noise_ms,
+        "first spin this long on each CPU and report its interruptions (default 0: not)", "MS"},
     {NULL}
   };
   GError *err = NULL;
@@ -180,18 +320,31 @@ main (int argc, char **argv)
     fprintf (stderr, "cannot write %s\n", csv);
     return 2;
   }
+  FILE *trace_out = trace ? fopen (trace, "w") : NULL;
+  if (trace && !trace_out) {
+    fprintf (stderr, "cannot write %s\n", trace);
+    return 2;
+  }
+  if (trace_out)
+    fprintf (trace_out, "source,mode,run,push_ns,capture_to_push_ns\n");
   if (out)
     fprintf (out, "source,mode,rate_pps,batch_size,batch_timeout_us,sent,captured,kernel_dropped,"
-        "batches,capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
+        "batches,run_latency_p50_us,run_latency_p99_us,run_latency_p999_us,run_latency_max_us,"
+        "capture_latency_p50_us,capture_latency_p99_us,capture_latency_p999_us,"
         "capture_latency_max_us,element_latency_p50_us,element_latency_p99_us,"
         "element_engine_mean_us,element_push_mean_us,element_pool_wait_mean_us,source_props,proc_props\n");
+  if (noise_ms > 0)
+    report_noise (noise_ms);
   printf ("capture-to-result latency, %d frames/s of 64 bytes, batch-size %d, batch-timeout %d us, "
       "%.1f s per mode%s%s%s%s\n", rate, batch_size, batch_timeout, seconds,
       source_props ? "; source " : "", source_props ? source_props : "",
       proc_props ? "; gpupacketproc " : "", proc_props ? proc_props : "");
-  printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "source", "mode",
+  printf ("(p50 ... max: every batch of the run, capture of its first packet to its push; "
+      "last p99: the element's stats, its last 4096 batches)\n");
+  printf ("%-9s %-11s %9s %9s %8s %8s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "source", "mode",
       "sent", "captured", "dropped", "batches", "p50 us", "p99 us", "p99.9 us", "max us",
-      "elem p50", "elem p99", "engine", "push", "pool wait");
+      "last p99", "elem p50", "elem p99", "engine", "push", "pool wait");
+  int run = 0;
   int status = 0;
   if (!modes && !(modes = all_modes ())) {
     fprintf (stderr, "no gpupacketproc element (is GST_PLUGIN_PATH set?)\n");
@@ -221,6 +374,15 @@ main (int argc, char **argv)
       status = 1;
       continue;
     }
+    run++;
+    /* One batch a frame at most (batch-size 1), and some to spare. */
+    const gint cap = (gint) (rate * seconds) + 4096;
+    Probe probe = { 0, g_new (guint64, cap), g_new (guint64, cap), 0, 0, cap };
+    GstElement *proc_el = gst_bin_get_by_name (GST_BIN (pipe), "proc");
+    GstPad *proc_src = gst_element_get_static_pad (proc_el, "src");
+    gst_pad_add_probe (proc_src, GST_PAD_PROBE_TYPE_BUFFER, on_results, &probe, NULL);
+    gst_object_unref (proc_src);
+    gst_object_unref (proc_el);
     GstBus *bus = gst_element_get_bus (pipe);
     if (gst_element_set_state (pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE) {
       GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
@@ -233,15 +395,27 @@ main (int argc, char **argv)
       gst_element_set_state (pipe, GST_STATE_NULL);
       gst_object_unref (bus);
       gst_object_unref (pipe);
+      g_free (probe.at_ns);
+      g_free (probe.latency_ns);
       status = 1;
       continue;
     }
     gst_element_get_state (pipe, NULL, NULL, 5 * GST_SECOND);
     g_usleep (300000);          /* the capture is open and the GPU engine started */
+    g_atomic_int_set (&probe.missed, 0);  /* only the injected frames' batches */
+    g_atomic_int_set (&probe.n, 0);
     Injector inj = { inject, (guint) rate, seconds, 0, 0, NULL };
     GThread *th = g_thread_new ("inject", inject_thread, &inj);
     g_thread_join (th);
     g_usleep (300000);          /* the last batches time out and come through */
+    /* The run's batches so far (any later ones go past them). */
+    const gsize n = (gsize) g_atomic_int_get (&probe.n);
+    if (trace_out)
+      for (gsize i = 0; i < n; i++)
+        fprintf (trace_out, "%s,%s,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT "\n", *source, *m,
+            run, probe.at_ns[i], probe.latency_ns[i]);
+    qsort (probe.latency_ns, n, sizeof (guint64), compare_u64);
+    const guint64 *lat = probe.latency_ns;
     GstMessage *msg = gst_bus_pop_filtered (bus, GST_MESSAGE_ERROR);
     GstElement *src = gst_bin_get_by_name (GST_BIN (pipe), "src");
     GstElement *proc = gst_bin_get_by_name (GST_BIN (pipe), "proc");
@@ -261,16 +435,18 @@ main (int argc, char **argv)
     const double wait_us = batches ? (get_u64 (ps, "time-pool-wait-ns") +
         get_u64 (ps, "time-slot-wait-ns")) / us / batches : 0;
     printf ("%-9s %-11s %9" G_GUINT64_FORMAT " %9" G_GUINT64_FORMAT " %8" G_GUINT64_FORMAT " %8"
-        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.2f %9.2f%s\n", *source, *m,
-        inj.sent, captured, dropped, batches,
-        get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
-        get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
+        G_GUINT64_FORMAT " %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.2f %9.2f%s%s\n", *source,
+        *m, inj.sent, captured, dropped, batches, percentile (lat, n, 50) / us,
+        percentile (lat, n, 99) / us, percentile (lat, n, 99.9) / us, percentile (lat, n, 100) / us,
+        get_u64 (ps, "capture-latency-p99-ns") / us,
         get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us, wait_us,
-        msg || inj.error ? "  (error)" : "");
+        msg || inj.error ? "  (error)" : "", g_atomic_int_get (&probe.missed) ? "  (batches past the probe's room)" : "");
     if (out)
       fprintf (out, "%s,%s,%d,%d,%d,%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT ",%" G_GUINT64_FORMAT
-          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%.2f,%s,%s\n", *source, *m, rate,
-          batch_size, batch_timeout, inj.sent, captured, dropped, batches,
+          ",%" G_GUINT64_FORMAT ",%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f,%.2f,%.2f,%s,%s\n",
+          *source, *m, rate, batch_size, batch_timeout, inj.sent, captured, dropped, batches,
+          percentile (lat, n, 50) / us, percentile (lat, n, 99) / us,
+          percentile (lat, n, 99.9) / us, percentile (lat, n, 100) / us,
           get_u64 (ps, "capture-latency-p50-ns") / us, get_u64 (ps, "capture-latency-p99-ns") / us,
           get_u64 (ps, "capture-latency-p999-ns") / us, get_u64 (ps, "capture-latency-max-ns") / us,
           get_u64 (ps, key50) / us, get_u64 (ps, key99) / us, engine_us, push_us, wait_us, source_field,
@@ -298,12 +474,17 @@ main (int argc, char **argv)
     gst_element_set_state (pipe, GST_STATE_NULL);
     gst_object_unref (bus);
     gst_object_unref (pipe);
+    g_free (probe.at_ns);        /* the pipeline is gone: nothing writes there */
+    g_free (probe.latency_ns);
   }
   g_strfreev (list);
   g_strfreev (source_list);
   g_free (sources);
   if (out)
     fclose (out);
+  if (trace_out)
+    fclose (trace_out);
+  g_free (trace);
   g_free (capture);
   g_free (inject);
   g_free (modes);
