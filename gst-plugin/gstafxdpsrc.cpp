@@ -425,6 +425,11 @@ static GstStateChangeReturn
 gst_af_xdp_src_change_state (GstElement * element, GstStateChange transition)
 {
   GstAfXdpSrc *self = GST_AF_XDP_SRC (element);
+  if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING) {
+    std::lock_guard<std::mutex> guard (self->state_lock);
+    if (self->state)
+      gpp_live_capture_play (*self->state->capture);
+  }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
   if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED) {

@@ -1174,9 +1174,13 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
     gst_pcap_src_wake (self);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && self->state) {
     /* Before the base class lets create () run: the cut-off for what the
-     * socket holds from before (fanout=1; the fanout threads have their own). */
+     * socket holds from before (fanout=1), or the fanout threads delivering
+     * from now on, with their cut-off stamped now. */
     self->state->playing_since_ns = gpp::capture::wall_clock_ns ();
     self->state->playing_starts.fetch_add (1, std::memory_order_release);
+    std::lock_guard<std::mutex> guard (self->stats->lock);
+    if (self->stats->live_fanout)
+      gpp_live_capture_play (*self->stats->live_fanout);
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);

@@ -38,8 +38,9 @@ gpp_live_capture_take (Element * self, Capture & capture, Batch * batch, const c
     GST_OBJECT_UNLOCK (self);
     capture.set_batch_limits (batch_size, timeout_ns);
     if (!capture.running ()) {
-      /* First in PLAYING, or again after a pause (which change_state may
-       * have made while this thread was pushing). */
+      /* change_state started it (gpp_live_capture_play); this thread may
+       * have paused it since, at a take that ended as the pause came and
+       * saw live_running still false. */
       capture.start ();
     }
     post_stats (self);
@@ -69,6 +70,19 @@ gpp_live_capture_stamp (GstElement * self, GstBuffer * buf, const Batch & batch)
   GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
   GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
   gpp_src_timestamp_live (self, buf, batch.first_capture_ns, batch.last_capture_ns);
+}
+
+/* PAUSED→PLAYING: the threads deliver from the state change on, not from
+ * create ()'s next look (the streaming thread may still be pushing a batch
+ * from before the pause; what arrives meanwhile is delivered, not
+ * discarded).  Call before the parent class's change_state, so that
+ * create () cannot start the capture first and have its queue dropped. */
+template <class Capture>
+static void
+gpp_live_capture_play (Capture & capture)
+{
+  if (!capture.running ())
+    capture.start ();
 }
 
 /* PLAYING→PAUSED: the threads stop delivering at once (what they hold and

@@ -420,6 +420,55 @@ class BatchRecorder:
             return self.lock.wait_for(lambda: predicate(self.batches), timeout)
 
 
+def played_while_pushing(Gst, tx_ns, tmp, description):
+    """PLAYING -> PAUSED -> PLAYING while the streaming thread is still pushing
+    a batch from before the pause (held in a pad probe), and a frame sent after
+    the second PLAYING, before the probe lets go: the source must deliver it
+    once (its capture delivers from the state change, not from the source's
+    next look).  `description` names its source `src`.  Returns the problems
+    found ([] when none)."""
+    first_frame, first_one = marker_pcap(tmp, 20, "before-pause.pcap")
+    later_frame, later_one = marker_pcap(tmp, 21, "after-play.pcap")
+    pipeline = Gst.parse_launch(description)
+    src = pipeline.get_by_name("src")
+    pad = src.get_static_pad("src")
+    recorder = BatchRecorder(Gst, pad)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold(pad, info):
+        if not release.is_set():
+            holding.set()
+            release.wait(10)
+        return Gst.PadProbeReturn.OK
+
+    pad.add_probe(Gst.PadProbeType.BUFFER, hold)
+    problems = []
+    pipeline.set_state(Gst.State.PLAYING)
+    src.get_state(5 * Gst.SECOND)
+    time.sleep(0.1)
+    replay(tx_ns, first_one, "--topspeed")
+    if not holding.wait(5):
+        problems.append("the first frame's batch never came")
+    # Neither change waits for the streaming thread (a live source; the sink
+    # prerolls later): the pipeline's get_state would.
+    pipeline.set_state(Gst.State.PAUSED)
+    pipeline.set_state(Gst.State.PLAYING)
+    src.get_state(5 * Gst.SECOND)
+    replay(tx_ns, later_one, "--topspeed")
+    time.sleep(0.3)  # captured and waiting while the thread is still held
+    release.set()
+    if not recorder.wait_for(
+            lambda b: later_frame in [p[3] for _, batch in b for p in batch], 5):
+        problems.append("the frame sent after PLAYING, while the batch before the pause was "
+                        "still being pushed, was not delivered")
+    time.sleep(0.1)
+    frames = [p[3] for p in recorder.packets()]
+    pipeline.set_state(Gst.State.NULL)
+    if frames.count(later_frame) > 1 or frames.count(first_frame) > 1:
+        problems.append(f"a frame delivered twice ({len(frames)} frames)")
+    return problems
+
+
 def wait_bus(pipeline, Gst, accept, timeout):
     """Pops bus messages until accept(message) is true; raises on an error."""
     bus = pipeline.get_bus()

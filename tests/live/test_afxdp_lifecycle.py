@@ -173,6 +173,12 @@ def lifecycle(Gst, tx_ns, tmp):
     check("PAUSED<->PLAYING runs leave no fd or thread behind", now == baseline,
           f"(fds, threads: {baseline} before, {now} after)")
 
+    # PLAYING again while the streaming thread still pushes a batch from
+    # before the pause: what arrives meanwhile is delivered.
+    problems = livenet.played_while_pushing(Gst, tx_ns, tmp, desc)
+    check("a frame captured after PLAYING while the batch from before the pause is still "
+          "being pushed is delivered once", not problems, "; ".join(problems))
+
     # EOS sent into a live pipeline with no traffic ends it at once.
     slow = []
     for i in range(20):

@@ -407,6 +407,15 @@ def main(tx_ns, args):
         stale_block(Gst, tx_ns, tmp, fanout)
     for fanout in (1, 2):
         held_batch(Gst, tx_ns, tmp, fanout)
+    # (h) PLAYING again while the streaming thread still pushes a batch from
+    # before the pause: what arrives meanwhile is delivered.
+    for fanout in (1, 2):
+        problems = livenet.played_while_pushing(
+            Gst, tx_ns, tmp, f"pcapsrc name=src device={livenet.RX_IF} fanout={fanout} "
+            "batch-size=1 batch-timeout=1000 stats-interval=600000 ! fakesink")
+        check(f"fanout={fanout}: a frame captured after PLAYING while the batch from before "
+              "the pause is still being pushed is delivered once", not problems,
+              "; ".join(problems))
     defrag(Gst, tx_ns, tmp)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
