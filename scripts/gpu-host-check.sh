@@ -133,10 +133,12 @@ run xdp-capture $BUILD/tests/capture/test-xdp-capture
 TAIL=9 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
   run live-latency sh bench/live-latency.sh --rate 20000 --seconds 2 --csv "$OUT/live-latency.csv"
 # The same with the lowest-latency settings (threads spinning, results pushed
-# by the thread that processed them), where the build has afxdpsrc.
+# by the thread that processed them), where the build has afxdpsrc; first the
+# machine's interruptions of a spinning thread on each CPU (what sets the p99).
 if gst-inspect-1.0 afxdpsrc > /dev/null 2>&1; then
-  TAIL=7 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
+  TAIL=$(( $(nproc) + 10 )) GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
     run live-latency-spin sh bench/live-latency.sh --rate 20000 --seconds 2 --sources afxdpsrc \
+    --noise-ms 100 \
     --source-props busy-poll=true --proc-props low-latency=true --csv "$OUT/live-latency-spin.csv"
   # ... and with the frames read where the kernel wrote them.
   TAIL=7 GPP_LIVE_LATENCY=$BUILD/bench/gpupacket-live-latency \
