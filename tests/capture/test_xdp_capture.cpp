@@ -27,6 +27,7 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "own_namespace.h"
 #include "xdp_capture.h"
 
 namespace {
@@ -168,27 +169,14 @@ void take_datagrams(XdpCapture &cap, uint32_t want, std::vector<long> *seen,
   }
 }
 
-// Runs `body` in a child process in a new network namespace (its own
-// loopback); the test skips where that or AF_XDP is not permitted.
+// Runs `body` in a network namespace of its own (its loopback); the test
+// skips where that or AF_XDP is not permitted.
 template <typename Body> void in_own_namespace(Body body) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: a network namespace and an XDP program";
   const int probe = socket(AF_XDP, SOCK_RAW, 0);
   if (probe < 0) GTEST_SKIP() << "AF_XDP sockets are not permitted here: " << strerror(errno);
   close(probe);
-  fflush(nullptr);
-  const pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    if (unshare(CLONE_NEWNET) != 0) _exit(77);
-    if (system("ip link set lo up") != 0) _exit(77);
-    body();
-    _exit(::testing::Test::HasFailure() ? 1 : 0);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace of our own here";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the capture in the namespace failed (its output is above)";
+  gpp::test::in_own_namespace(body);
 }
 
 // Either way of waiting: sleeping (the default), and busy polling, where
