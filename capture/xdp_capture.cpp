@@ -25,6 +25,10 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <utility>
 
 #include <gpupacket/packet-batch.h>
@@ -318,7 +322,142 @@ struct XdpCapture::Mapping {
   }
 };
 
+// The redirect program attached to one interface and its queue -> socket
+// map, shared by every capture of this process on that interface, each with
+// queues of its own (`queues`: those claimed); the last to go detaches it.
+struct XdpCapture::Program {
+  int ifindex = 0;
+  int map_fd = -1, prog_fd = -1;
+  uint32_t map_entries = 0;
+  uint32_t attach_flags = 0; // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
+  int link_fd = -1;          // the BPF link holding it, where attached by one
+  std::set<uint32_t> queues; // under programs_mutex()
+
+  ~Program() {
+    if (link_fd >= 0) {
+      // Detached now, though a child forked since holds the link's fd too.
+      bpf_link_detach(link_fd);
+      close(link_fd);
+    } else if (attach_flags) {
+      // Only if the program attached is still ours.
+      bpf_xdp_attach_opts opts{};
+      opts.sz = sizeof opts;
+      opts.old_prog_fd = prog_fd;
+      bpf_xdp_detach(ifindex, attach_flags | XDP_FLAGS_REPLACE, &opts);
+    }
+    if (prog_fd >= 0) close(prog_fd);
+    if (map_fd >= 0) close(map_fd);
+  }
+};
+
 namespace {
+// This process's programs by interface index; the mutex also guards each
+// program's claimed queues, and is held while the last user lets one go (its
+// detach), so that a capture opened meanwhile attaches anew rather than
+// finding the old one still there.
+std::mutex &programs_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<int, std::weak_ptr<XdpCapture::Program>> &programs() {
+  static std::map<int, std::weak_ptr<XdpCapture::Program>> p;
+  return p;
+}
+
+// Entries of the queue -> socket map where the interface's queue count is
+// unknown: other captures of the process may add queues of their own.
+constexpr uint32_t kMapEntriesUnknownQueues = 256;
+
+// The program on `ifindex` for a capture of `ids` (queues of the interface,
+// which has `have`, 0: unknown): this process's, where one of its captures
+// is there already, its queues claimed if no other capture has them; else a
+// new one, its map sized for every queue of the interface, attached only
+// where no other program is (attach_program()): native first where allowed,
+// auto falling back to generic (SKB) mode.  nullptr with `error` naming the
+// fix.
+std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifindex,
+                                                   uint32_t have,
+                                                   const std::vector<uint32_t> &ids,
+                                                   std::string *error, std::string *warning) {
+  const std::string dev = "\"" + s.interface + "\"";
+  std::lock_guard<std::mutex> lock(programs_mutex());
+  std::shared_ptr<XdpCapture::Program> p = programs()[ifindex].lock();
+  if (p) {
+    const bool native = p->attach_flags == XDP_FLAGS_DRV_MODE;
+    if ((s.attach_mode == XdpAttachMode::Native && !native) ||
+        (s.attach_mode == XdpAttachMode::Generic && native)) {
+      *error = "Another afxdpsrc of this process captures on " + dev + " in " +
+               (native ? "native" : "generic") + " XDP mode; captures of one interface share "
+               "its program: give them the same xdp-mode (auto takes the one attached)";
+      return nullptr;
+    }
+    for (uint32_t q : ids) {
+      if (p->queues.count(q) || q >= p->map_entries) {
+        *error = p->queues.count(q)
+                     ? "Queue " + std::to_string(q) + " of " + dev + " is captured by another "
+                       "afxdpsrc of this process: give each its own queues (queues=)"
+                     : "Queue " + std::to_string(q) + " of " + dev + " is past the queues that "
+                       "the afxdpsrc capturing there first made room for (" +
+                       std::to_string(p->map_entries) + ")";
+        return nullptr;
+      }
+    }
+    if (s.attach_mode == XdpAttachMode::Auto && !native && warning->empty())
+      *warning = "capturing " + dev + " in generic (SKB) mode, as the afxdpsrc of this process "
+                 "already there does";
+  } else {
+    p = std::make_shared<XdpCapture::Program>();
+    p->ifindex = ifindex;
+    // Room for every queue of the interface, where its count is known
+    // (its sysfs entry; not in a namespace whose /sys was not mounted anew).
+    uint32_t entries = have ? have : kMapEntriesUnknownQueues;
+    for (uint32_t q : ids) entries = std::max(entries, q + 1);
+    p->map_entries = entries;
+    p->map_fd = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "gpp_xsks", sizeof(uint32_t),
+                               sizeof(uint32_t), entries, nullptr);
+    if (p->map_fd < 0) {
+      *error = why_open_failed(s, ids.front(), errno, "the socket map");
+      return nullptr;
+    }
+    p->prog_fd = load_redirect_program(p->map_fd);
+    if (p->prog_fd < 0) {
+      *error = why_open_failed(s, ids.front(), errno, "loading the XDP program");
+      return nullptr;
+    }
+    std::vector<uint32_t> attach;
+    if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
+    if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
+    for (size_t at = 0;; ++at) {
+      const int rc = attach_program(ifindex, p->prog_fd, attach[at], &p->link_fd);
+      if (!rc) {
+        p->attach_flags = attach[at];
+        break;
+      }
+      if (-rc == EBUSY || -rc == EEXIST) {
+        *error = attached_is_ours(ifindex)
+                     ? "An afxdpsrc of another process already captures on " + dev + ": the "
+                       "captures of one interface must be in one process (several afxdpsrc "
+                       "there may share it, each with queues of its own); if none runs, one "
+                       "killed on a kernel without XDP links (before 5.9) left it: ip link "
+                       "set dev " + s.interface + " xdp off"
+                     : why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
+        return nullptr;
+      }
+      if (at + 1 < attach.size()) {
+        *warning = "native XDP refused on " + dev + " (" + strerror(-rc) +
+                   "): capturing in generic (SKB) mode, which costs more per packet; "
+                   "xdp-mode=native makes this an error";
+        continue;
+      }
+      *error = why_open_failed(s, ids.front(), -rc, "attaching the XDP program");
+      return nullptr;
+    }
+    programs()[ifindex] = p;
+  }
+  p->queues.insert(ids.begin(), ids.end());
+  return p;
+}
+
 // A batch of frames in place: what release_in_place() gives back.
 struct InPlaceBatch {
   std::shared_ptr<XdpCapture::Mapping> mapping;
@@ -439,53 +578,11 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
       new XdpCapture(std::move(allocate), std::move(discard), s.batch_capacity_bytes));
   cap->busy_poll_ = s.busy_poll;
   cap->in_place_ = s.frames_in_place;
-  cap->ifindex_ = ifindex;
   cap->queue_ids_ = ids;
 
-  // The map of queue -> socket and the program, attached only where no
-  // other program is (attach_program()); native first where allowed, auto
-  // falls back to generic (SKB) mode.
-  uint32_t max_queue = 0;
-  for (uint32_t q : ids) max_queue = std::max(max_queue, q);
-  cap->map_fd_ = bpf_map_create(BPF_MAP_TYPE_XSKMAP, "gpp_xsks", sizeof(uint32_t),
-                                sizeof(uint32_t), max_queue + 1, nullptr);
-  if (cap->map_fd_ < 0) {
-    *error = why_open_failed(s, ids.front(), errno, "the socket map");
-    return nullptr;
-  }
-  cap->prog_fd_ = load_redirect_program(cap->map_fd_);
-  if (cap->prog_fd_ < 0) {
-    *error = why_open_failed(s, ids.front(), errno, "loading the XDP program");
-    return nullptr;
-  }
-  std::vector<uint32_t> attach;
-  if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
-  if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
-  for (size_t at = 0;; ++at) {
-    const int rc = attach_program(ifindex, cap->prog_fd_, attach[at], &cap->link_fd_);
-    if (!rc) {
-      cap->attach_flags_ = attach[at];
-      break;
-    }
-    if (-rc == EBUSY || -rc == EEXIST) {
-      *error = attached_is_ours(ifindex)
-                   ? "Another afxdpsrc already captures on " + dev + ": one afxdpsrc per "
-                     "interface, given every queue it should capture (queues=); if none "
-                     "runs, one killed on a kernel without XDP links (before 5.9) left it: "
-                     "ip link set dev " + s.interface + " xdp off"
-                   : why_open_failed(s, ids.front(), EEXIST, "attaching the XDP program");
-      return nullptr;
-    }
-    if (at + 1 < attach.size()) {
-      *warning = "native XDP refused on " + dev + " (" + strerror(-rc) +
-                 "): capturing in generic (SKB) mode, which costs more per packet; "
-                 "xdp-mode=native makes this an error";
-      continue;
-    }
-    *error = why_open_failed(s, ids.front(), -rc, "attaching the XDP program");
-    return nullptr;
-  }
-  cap->native_ = cap->attach_flags_ == XDP_FLAGS_DRV_MODE;
+  cap->program_ = claim_program(s, ifindex, have, ids, error, warning);
+  if (!cap->program_) return nullptr;
+  cap->native_ = cap->program_->attach_flags == XDP_FLAGS_DRV_MODE;
   uint16_t bind = XDP_USE_NEED_WAKEUP;
   if (s.copy_mode == XdpCopyMode::ZeroCopy) bind |= XDP_ZEROCOPY;
   if (s.copy_mode == XdpCopyMode::Copy) bind |= XDP_COPY;
@@ -539,11 +636,11 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
       scfg.rx_size = s.ring_size;
       scfg.tx_size = 0;
       scfg.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD; // ours is attached
-      scfg.xdp_flags = cap->attach_flags_;
+      scfg.xdp_flags = cap->program_->attach_flags;
       scfg.bind_flags = bind;
       rc = xsk_socket__create(&q->xsk, s.interface.c_str(), q->id, q->umem, &q->rx, nullptr,
                               &scfg);
-      if (!rc) rc = xsk_socket__update_xskmap(q->xsk, cap->map_fd_);
+      if (!rc) rc = xsk_socket__update_xskmap(q->xsk, cap->program_->map_fd);
       if (!rc) break;
       if (q->xsk) xsk_socket__delete(q->xsk);
       q->xsk = nullptr;
@@ -593,20 +690,13 @@ std::unique_ptr<XdpCapture> XdpCapture::open(const XdpSettings &s, Allocate allo
 
 XdpCapture::~XdpCapture() {
   stop();
-  queues_.clear(); // sockets, then UMEMs
-  if (link_fd_ >= 0) {
-    // Detached now, though a child forked since holds the link's fd too.
-    bpf_link_detach(link_fd_);
-    close(link_fd_);
-  } else if (attach_flags_) {
-    // Only if the program attached is still ours.
-    bpf_xdp_attach_opts opts{};
-    opts.sz = sizeof opts;
-    opts.old_prog_fd = prog_fd_;
-    bpf_xdp_detach(ifindex_, attach_flags_ | XDP_FLAGS_REPLACE, &opts);
-  }
-  if (prog_fd_ >= 0) close(prog_fd_);
-  if (map_fd_ >= 0) close(map_fd_);
+  queues_.clear(); // sockets (the kernel takes them out of the map), then UMEMs
+  if (!program_) return;
+  std::lock_guard<std::mutex> lock(programs_mutex());
+  for (uint32_t q : queue_ids_) program_->queues.erase(q);
+  const int ifindex = program_->ifindex;
+  program_.reset(); // the last user detaches it, under the lock
+  if (programs()[ifindex].expired()) programs().erase(ifindex);
 }
 
 void XdpCapture::stop() {

@@ -119,7 +119,8 @@ public:
   // Ends the threads and gives back the queued batches (counted as
   // discarded); the sockets stay until destruction.  Idempotent.
   void stop();
-  // stop(), then deletes the sockets (the last one detaches the program).
+  // stop(), then deletes the sockets; the last capture of this process on
+  // the interface detaches the program.
   ~XdpCapture();
   XdpCapture(const XdpCapture &) = delete;
   XdpCapture &operator=(const XdpCapture &) = delete;
@@ -150,6 +151,7 @@ public:
 
   struct Queue;   // one socket, its UMEM and its thread (xdp_capture.cpp)
   struct Mapping; // a queue's mmap: descriptor slots (frames in place), then the UMEM
+  struct Program; // the interface's redirect program and socket map
 
 private:
   XdpCapture(Allocate allocate, Discard discard, uint32_t capacity);
@@ -174,10 +176,9 @@ private:
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<uint32_t> queue_ids_;
   bool zero_copy_ = false, native_ = false, in_place_ = false, device_mapped_ = false;
-  int ifindex_ = 0;
-  int map_fd_ = -1, prog_fd_ = -1; // the queue -> socket map and the program
-  uint32_t attach_flags_ = 0;      // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
-  int link_fd_ = -1;               // the BPF link holding it, where attached by one
+  // The redirect program on the interface, shared with this process's other
+  // captures there (each with queues of its own).
+  std::shared_ptr<Program> program_;
   bool busy_poll_ = false;
   // Batches being built (a queue's first frame taken, not yet queued or
   // dropped), and a count of what take() waits for (a batch queued, an

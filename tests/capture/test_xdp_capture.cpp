@@ -206,11 +206,12 @@ TEST_P(XdpCaptureLoopback, EveryDatagramOnceInOrderThenNothingLeft) {
       uint32_t prog_id = 0;
       ASSERT_EQ(bpf_xdp_query_id(if_nametoindex("lo"), XDP_FLAGS_SKB_MODE, &prog_id), 0);
       EXPECT_NE(prog_id, 0u);
-      // A second capture of the same interface finds the program there.
+      // A second capture of the same queue is refused, naming it.
       std::string busy;
       EXPECT_EQ(XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &busy, &warning),
                 nullptr);
-      EXPECT_NE(busy.find("Another afxdpsrc already captures on \"lo\""), std::string::npos) << busy;
+      EXPECT_NE(busy.find("Queue 0 of \"lo\" is captured by another afxdpsrc of this process"),
+                std::string::npos) << busy;
 
       // Before start(): what arrives is dropped, counted.
       send_datagrams(9999, 0, 10);
@@ -604,6 +605,63 @@ TEST(XdpCaptureCycles, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
     auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
     EXPECT_EQ(cap, nullptr);
     EXPECT_NE(error.find("native"), std::string::npos) << error;
+  });
+}
+
+// Several captures of one process on one interface, each with queues of its
+// own, share its program: the second finds it there, a queue taken twice or
+// another XDP mode is refused naming why, and the program stays until the
+// last capture goes.
+TEST(XdpCaptureShared, CapturesOfOneInterfaceShareItsProgram) {
+  in_own_namespace([] {
+    ASSERT_EQ(system("ip link add gppq0 numrxqueues 2 numtxqueues 2 type veth peer name gppq1 "
+                     "numrxqueues 2 numtxqueues 2 && ip link set gppq0 up && "
+                     "ip link set gppq1 up"), 0);
+    const int ifindex = static_cast<int>(if_nametoindex("gppq1"));
+    const auto attached = [ifindex] {
+      uint32_t id = 0;
+      return bpf_xdp_query_id(ifindex, 0, &id) == 0 ? id : 0u;
+    };
+    std::atomic<int> live{0};
+    XdpSettings s;
+    s.interface = "gppq1";
+    s.frame_count = 256;
+    s.ring_size = 64;
+    s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+    std::string error, warning;
+    s.queues = {0};
+    auto first = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+    ASSERT_NE(first, nullptr) << error;
+    const uint32_t program = attached();
+    ASSERT_NE(program, 0u);
+    s.queues = {1};
+    auto second = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+    ASSERT_NE(second, nullptr) << error;
+    EXPECT_EQ(attached(), program) << "the second capture attached a program of its own";
+
+    s.queues = {1};
+    EXPECT_EQ(XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning),
+              nullptr);
+    EXPECT_NE(error.find("Queue 1 of \"gppq1\" is captured by another afxdpsrc of this process"),
+              std::string::npos) << error;
+    s.queues = {};
+    s.attach_mode = gpp::capture::XdpAttachMode::Native;
+    EXPECT_EQ(XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning),
+              nullptr);
+    EXPECT_NE(error.find("generic XDP mode"), std::string::npos) << error;
+
+    first.reset();
+    EXPECT_EQ(attached(), program) << "the program went with the first capture";
+    second.reset();
+    EXPECT_EQ(attached(), 0u) << "the program outlived the last capture";
+    // ... and the next capture attaches anew.
+    s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+    s.queues = {0, 1};
+    auto again = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+    ASSERT_NE(again, nullptr) << error;
+    EXPECT_NE(attached(), 0u);
+    again.reset();
+    EXPECT_EQ(live.load(), 0);
   });
 }
 

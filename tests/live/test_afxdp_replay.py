@@ -271,6 +271,30 @@ def four_queues(Gst, tx_ns, make_sample, tmp):
     check("queues=all: every record equals offline processing of its packet",
           livenet.records_match(frames, got, rows, expected))
 
+    # Two afxdpsrc in one pipeline, queues 0-1 and 2-3 of the interface:
+    # they share its XDP program, and every packet is captured once by one.
+    pipeline = Gst.parse_launch(" ".join(
+        f"afxdpsrc name={name} device={livenet.RX_IF} queues={queues} batch-size=64 "
+        f"batch-timeout=2000 stats-interval=600000 ! fakesink"
+        for name, queues in (("low", "0-1"), ("high", "2-3"))))
+    halves = [pipeline.get_by_name("low"), pipeline.get_by_name("high")]
+    recorders = [livenet.BatchRecorder(Gst, h.get_static_pad("src")) for h in halves]
+    start_capture(Gst, pipeline, halves)
+    captured_by_both = lambda: sum(r.packet_count for r in recorders)
+    ok, _ = livenet.replay_chunked(
+        tx_ns, tmp, "flows-halves.pcap", sendable,
+        lambda n, t: livenet.poll(captured_by_both, lambda c: c >= n, t) >= n, 0, failures,
+        cpu=SENDER_CPU)
+    stop_capture(Gst, pipeline, halves)
+    got = [[p[3] for p in r.packets()] for r in recorders]
+    check("two afxdpsrc on queues 0-1 and 2-3: every packet captured exactly once by one of "
+          "them", ok == len(sendable) and
+          collections.Counter(got[0] + got[1]) == collections.Counter(frames),
+          f"({len(got[0])} + {len(got[1])} captured, {len(frames)} sent)")
+    check("two afxdpsrc: each captured some", all(got), f"({[len(g) for g in got]})")
+    check("two afxdpsrc: no XDP program left after NULL",
+          livenet.xdp_attached(livenet.RX_IF) == "")
+
     # Which queue each flow takes: afxdpsrc queues=q-q for each queue in turn
     # (the others' packets go to the stack), the same traffic each time, then
     # marker frames of many UDP flows: a queue delivers in order, so once one
