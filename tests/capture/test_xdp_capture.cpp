@@ -576,6 +576,16 @@ TEST(XdpCaptureInPlace, FramesComeBackOnlyWhenReleased) {
   });
 }
 
+// Settings of a capture of `interface` that opens fast: small UMEMs, generic XDP.
+XdpSettings small_generic(const char *interface) {
+  XdpSettings s;
+  s.interface = interface;
+  s.frame_count = 256;
+  s.ring_size = 64;
+  s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+  return s;
+}
+
 TEST(XdpCaptureCycles, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
   in_own_namespace([] {
     const auto count_fds = [] {
@@ -584,11 +594,7 @@ TEST(XdpCaptureCycles, OpenCloseCyclesLeaveNoProgramOrDescriptor) {
       return n;
     };
     std::atomic<int> live{0};
-    XdpSettings s;
-    s.interface = "lo";
-    s.frame_count = 256;
-    s.ring_size = 64;
-    s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+    XdpSettings s = small_generic("lo");
     const int before = count_fds();
     for (int i = 0; i < 50; ++i) {
       std::string error, warning;
@@ -623,11 +629,7 @@ TEST(XdpCaptureShared, CapturesOfOneInterfaceShareItsProgram) {
       return bpf_xdp_query_id(ifindex, 0, &id) == 0 ? id : 0u;
     };
     std::atomic<int> live{0};
-    XdpSettings s;
-    s.interface = "gppq1";
-    s.frame_count = 256;
-    s.ring_size = 64;
-    s.attach_mode = gpp::capture::XdpAttachMode::Generic;
+    XdpSettings s = small_generic("gppq1");
     std::string error, warning;
     s.queues = {0};
     auto first = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
