@@ -3,6 +3,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 #include <dirent.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
@@ -10,6 +12,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -242,8 +245,28 @@ bool parse_queue_list(const std::string &text, std::vector<uint32_t> *queues, bo
 
 namespace {
 
-// Entries of /sys/class/net/IF/queues named PREFIX (3 characters) and a number.
-uint32_t interface_queues(const std::string &interface, const char *prefix) {
+// The interface's receive (`rx`) or transmit queues by ETHTOOL_GCHANNELS
+// (what `ethtool -l` shows as current), asked in this process's network
+// namespace; 0 where the driver does not say (loopback).
+uint32_t ethtool_queues(const std::string &interface, bool rx) {
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  ethtool_channels channels{};
+  channels.cmd = ETHTOOL_GCHANNELS;
+  ifreq request{};
+  strncpy(request.ifr_name, interface.c_str(), IFNAMSIZ - 1);
+  request.ifr_data = reinterpret_cast<char *>(&channels);
+  const int rc = ioctl(fd, SIOCETHTOOL, &request);
+  close(fd);
+  if (rc != 0) return 0;
+  return (rx ? channels.rx_count : channels.tx_count) + channels.combined_count;
+}
+
+// Entries of /sys/class/net/IF/queues named PREFIX (3 characters) and a
+// number: sysfs as mounted, which in a network namespace entered without
+// mounting it anew (unshare -n, nsenter) shows another namespace's
+// interfaces, hence only where ethtool does not answer.
+uint32_t sysfs_queues(const std::string &interface, const char *prefix) {
   const std::string path = "/sys/class/net/" + interface + "/queues";
   DIR *dir = opendir(path.c_str());
   if (!dir) return 0;
@@ -257,11 +280,13 @@ uint32_t interface_queues(const std::string &interface, const char *prefix) {
 } // namespace
 
 uint32_t interface_rx_queues(const std::string &interface) {
-  return interface_queues(interface, "rx-");
+  const uint32_t n = ethtool_queues(interface, true);
+  return n ? n : sysfs_queues(interface, "rx-");
 }
 
 uint32_t interface_tx_queues(const std::string &interface) {
-  return interface_queues(interface, "tx-");
+  const uint32_t n = ethtool_queues(interface, false);
+  return n ? n : sysfs_queues(interface, "tx-");
 }
 
 namespace {

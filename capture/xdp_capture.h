@@ -71,8 +71,8 @@ constexpr uint32_t kQueueBusyWaitUs = 20000;
 // False with a reason on bad text.
 bool parse_queue_list(const std::string &text, std::vector<uint32_t> *queues, bool *all,
                       std::string *error);
-// Receive / transmit queues the interface has (/sys/class/net/IF/queues/rx-*,
-// tx-*); 0 when unknown.
+// Receive / transmit queues the interface has (ethtool's channels, else
+// /sys/class/net/IF/queues/rx-*, tx-*); 0 when unknown.
 uint32_t interface_rx_queues(const std::string &interface);
 uint32_t interface_tx_queues(const std::string &interface);
 
