@@ -433,8 +433,7 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
   } else {
     p = std::make_shared<XdpCapture::Program>();
     p->ifindex = ifindex;
-    // Room for every queue of the interface, where its count is known
-    // (its sysfs entry; not in a namespace whose /sys was not mounted anew).
+    // Room for every queue of the interface, where its count is known.
     uint32_t entries = have ? have : kMapEntriesUnknownQueues;
     for (uint32_t q : ids) entries = std::max(entries, q + 1);
     p->map_entries = entries;
