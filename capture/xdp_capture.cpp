@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
@@ -352,6 +353,8 @@ struct XdpCapture::Mapping {
 // queues of its own (`queues`: those claimed); the last to go detaches it.
 struct XdpCapture::Program {
   int ifindex = 0;
+  pid_t pid = 0;             // the process that attached it (a forked child's is not its)
+  uint32_t prog_id = 0;      // the kernel's id of the program
   int map_fd = -1, prog_fd = -1;
   uint32_t map_entries = 0;
   uint32_t attach_flags = 0; // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
@@ -384,8 +387,16 @@ std::mutex &programs_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<int, std::weak_ptr<XdpCapture::Program>> &programs() {
-  static std::map<int, std::weak_ptr<XdpCapture::Program>> p;
+// An interface of this thread's network namespace: (the namespace's inode,
+// the interface's index), as interface indexes are per namespace.
+using InterfaceKey = std::pair<uint64_t, int>;
+InterfaceKey interface_key(int ifindex) {
+  struct stat ns{};
+  const uint64_t netns = stat("/proc/thread-self/ns/net", &ns) == 0 ? uint64_t(ns.st_ino) : 0;
+  return {netns, ifindex};
+}
+std::map<InterfaceKey, std::weak_ptr<XdpCapture::Program>> &programs() {
+  static std::map<InterfaceKey, std::weak_ptr<XdpCapture::Program>> p;
   return p;
 }
 
@@ -406,8 +417,17 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
                                                    std::string *error, std::string *warning) {
   const std::string dev = "\"" + s.interface + "\"";
   std::lock_guard<std::mutex> lock(programs_mutex());
-  std::shared_ptr<XdpCapture::Program> p = programs()[ifindex].lock();
+  const InterfaceKey key = interface_key(ifindex);
+  std::shared_ptr<XdpCapture::Program> p = programs()[key].lock();
+  if (p && p->pid != getpid()) p.reset(); // the parent's, before a fork: not this process's
   if (p) {
+    uint32_t attached = 0;
+    if (bpf_xdp_query_id(ifindex, p->attach_flags, &attached) != 0 || attached != p->prog_id) {
+      *error = "The XDP program that another afxdpsrc of this process attached to " + dev +
+               " is no longer there (detached, or the interface was replaced): restart that "
+               "afxdpsrc";
+      return nullptr;
+    }
     const bool native = p->attach_flags == XDP_FLAGS_DRV_MODE;
     if ((s.attach_mode == XdpAttachMode::Native && !native) ||
         (s.attach_mode == XdpAttachMode::Generic && native)) {
@@ -433,6 +453,7 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
   } else {
     p = std::make_shared<XdpCapture::Program>();
     p->ifindex = ifindex;
+    p->pid = getpid();
     // Room for every queue of the interface, where its count is known.
     uint32_t entries = have ? have : kMapEntriesUnknownQueues;
     for (uint32_t q : ids) entries = std::max(entries, q + 1);
@@ -448,6 +469,9 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
       *error = why_open_failed(s, ids.front(), errno, "loading the XDP program");
       return nullptr;
     }
+    bpf_prog_info info{};
+    uint32_t info_len = sizeof info;
+    if (bpf_obj_get_info_by_fd(p->prog_fd, &info, &info_len) == 0) p->prog_id = info.id;
     std::vector<uint32_t> attach;
     if (s.attach_mode != XdpAttachMode::Generic) attach.push_back(XDP_FLAGS_DRV_MODE);
     if (s.attach_mode != XdpAttachMode::Native) attach.push_back(XDP_FLAGS_SKB_MODE);
@@ -476,7 +500,7 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
       *error = why_open_failed(s, ids.front(), -rc, "attaching the XDP program");
       return nullptr;
     }
-    programs()[ifindex] = p;
+    programs()[key] = p;
   }
   p->queues.insert(ids.begin(), ids.end());
   return p;
@@ -718,9 +742,9 @@ XdpCapture::~XdpCapture() {
   if (!program_) return;
   std::lock_guard<std::mutex> lock(programs_mutex());
   for (uint32_t q : queue_ids_) program_->queues.erase(q);
-  const int ifindex = program_->ifindex;
   program_.reset(); // the last user detaches it, under the lock
-  if (programs()[ifindex].expired()) programs().erase(ifindex);
+  for (auto it = programs().begin(); it != programs().end();)
+    it = it->second.expired() ? programs().erase(it) : std::next(it);
 }
 
 void XdpCapture::stop() {

@@ -1,9 +1,11 @@
-/* The streaming thread's side of a live source whose capture runs on
- * threads of its own (capture/: afxdpsrc's XdpCapture, pcapsrc's
- * PcapFanout, both a BatchHandoff): PAUSED waits for PLAYING while the
- * threads drop what arrives, the batch limits follow the properties, the
- * capture starts on the first PLAYING (the allocator downstream is known
- * from then on), and create () waits for the next closed batch. */
+/* A live source whose capture runs on threads of its own (capture/:
+ * afxdpsrc's XdpCapture, pcapsrc's PcapFanout, both a BatchHandoff): its
+ * state changes alone start and pause the capture (what arrives while
+ * PAUSED is dropped); the streaming thread waits for PLAYING, has the batch
+ * limits follow the properties, and waits for the next closed batch.  (The
+ * batches closed on the first PLAYING before the streaming thread has asked
+ * downstream for an allocator are in memory of the source's own, which
+ * gpupacketproc copies into its pinned pool.) */
 #pragma once
 
 #include <gst/base/gstbasesrc.h>
@@ -37,17 +39,9 @@ gpp_live_capture_take (Element * self, Capture & capture, Batch * batch, const c
     const guint64 timeout_ns = (guint64) self->batch_timeout_us * 1000;
     GST_OBJECT_UNLOCK (self);
     capture.set_batch_limits (batch_size, timeout_ns);
-    if (!capture.running ()) {
-      /* change_state started it (gpp_live_capture_play); this thread may
-       * have paused it since, at a take that ended as the pause came and
-       * saw live_running still false. */
-      capture.start ();
-    }
     post_stats (self);
     switch (capture.take (batch, GPP_LIVE_TAKE_WAIT_NS)) {
       case Take::Timeout:
-        if (!base->live_running)
-          capture.pause ();
         continue;
       case Take::Interrupted:
         return GST_FLOW_FLUSHING;
@@ -72,11 +66,12 @@ gpp_live_capture_stamp (GstElement * self, GstBuffer * buf, const Batch & batch)
   gpp_src_timestamp_live (self, buf, batch.first_capture_ns, batch.last_capture_ns);
 }
 
-/* PAUSED→PLAYING: the threads deliver from the state change on, not from
- * create ()'s next look (the streaming thread may still be pushing a batch
- * from before the pause; what arrives meanwhile is delivered, not
- * discarded).  Call before the parent class's change_state, so that
- * create () cannot start the capture first and have its queue dropped. */
+/* PAUSED→PLAYING: the threads deliver from the state change on (the
+ * streaming thread may still be pushing a batch from before the pause; what
+ * arrives meanwhile is delivered, not discarded).  Call before the parent
+ * class's change_state, so that what create () takes once it sees PLAYING
+ * is from after the change (and gpp_live_capture_pause after it, should it
+ * fail). */
 template <class Capture>
 static void
 gpp_live_capture_play (Capture & capture)
