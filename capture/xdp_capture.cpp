@@ -278,16 +278,20 @@ uint32_t sysfs_queues(const std::string &interface, const char *prefix) {
   return count;
 }
 
+// Receive (`rx`) or transmit queues: ethtool's answer, else sysfs's.
+uint32_t interface_queues(const std::string &interface, bool rx) {
+  const uint32_t n = ethtool_queues(interface, rx);
+  return n ? n : sysfs_queues(interface, rx ? "rx-" : "tx-");
+}
+
 } // namespace
 
 uint32_t interface_rx_queues(const std::string &interface) {
-  const uint32_t n = ethtool_queues(interface, true);
-  return n ? n : sysfs_queues(interface, "rx-");
+  return interface_queues(interface, true);
 }
 
 uint32_t interface_tx_queues(const std::string &interface) {
-  const uint32_t n = ethtool_queues(interface, false);
-  return n ? n : sysfs_queues(interface, "tx-");
+  return interface_queues(interface, false);
 }
 
 namespace {
@@ -379,10 +383,10 @@ struct XdpCapture::Program {
 };
 
 namespace {
-// This process's programs by interface index; the mutex also guards each
-// program's claimed queues, and is held while the last user lets one go (its
-// detach), so that a capture opened meanwhile attaches anew rather than
-// finding the old one still there.
+// This process's programs by interface (interface_key); the mutex also
+// guards each program's claimed queues, and is held while the last user
+// lets one go (its detach), so that a capture opened meanwhile attaches anew
+// rather than finding the old one still there.
 std::mutex &programs_mutex() {
   static std::mutex m;
   return m;

@@ -432,8 +432,7 @@ gst_af_xdp_src_change_state (GstElement * element, GstStateChange transition)
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED ||
-      (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && ret == GST_STATE_CHANGE_FAILURE)) {
+  if (gpp_live_capture_pauses_after (transition, ret)) {
     std::lock_guard<std::mutex> guard (self->state_lock);
     if (self->state)
       gpp_live_capture_pause (*self->state->capture);

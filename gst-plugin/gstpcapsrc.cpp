@@ -1184,8 +1184,7 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);
-  if (pausing || (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING &&
-          ret == GST_STATE_CHANGE_FAILURE)) {
+  if (gpp_live_capture_pauses_after (transition, ret)) {   /* fanout>1 only */
     std::lock_guard<std::mutex> guard (self->stats->lock);
     if (self->stats->live_fanout)
       gpp_live_capture_pause (*self->stats->live_fanout);

@@ -80,6 +80,16 @@ gpp_live_capture_play (Capture & capture)
     capture.start ();
 }
 
+/* Whether `transition`, which the parent class's change_state answered with
+ * `ret`, leaves the capture paused: PLAYING→PAUSED, or a PAUSED→PLAYING that
+ * failed after gpp_live_capture_play. */
+static inline bool
+gpp_live_capture_pauses_after (GstStateChange transition, GstStateChangeReturn ret)
+{
+  return transition == GST_STATE_CHANGE_PLAYING_TO_PAUSED ||
+      (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING && ret == GST_STATE_CHANGE_FAILURE);
+}
+
 /* PLAYING→PAUSED: the threads stop delivering at once (what they hold and
  * what arrives until PLAYING is discarded), and create () is woken to wait
  * for PLAYING.  Call after the parent class's change_state. */
