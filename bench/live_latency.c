@@ -187,9 +187,7 @@ report_noise (double ms)
 static double
 now_s (void)
 {
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
+  return clock_ns (CLOCK_MONOTONIC) / 1e9;
 }
 
 /* 64-byte Ethernet / IPv4 / UDP frames, flows varying with the count. */

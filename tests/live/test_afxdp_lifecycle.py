@@ -158,7 +158,8 @@ def lifecycle(Gst, tx_ns, tmp):
           lost == 0, f"({lost} lost)")
     check("no XDP program attached after NULL", not left_attached, str(left_attached[:2]))
     now = settle_resources(baseline)
-    check(f"{CYCLES} PLAYING->NULL cycles leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check(f"{CYCLES} PLAYING->NULL cycles leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
     # PAUSED <-> PLAYING: nothing delivered while PAUSED, counted as discarded.
@@ -170,7 +171,8 @@ def lifecycle(Gst, tx_ns, tmp):
           stats.get_uint64("packets")[1] == pushed,
           f"({stats.get_uint64('packets')[1]} vs {pushed})")
     now = settle_resources(baseline)
-    check("PAUSED<->PLAYING runs leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check("PAUSED<->PLAYING runs leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
     # PLAYING again while the streaming thread still pushes a batch from
@@ -198,7 +200,8 @@ def lifecycle(Gst, tx_ns, tmp):
     check("no XDP program attached after the EOS runs",
           livenet.xdp_attached(livenet.RX_IF) == "")
     now = settle_resources(baseline)
-    check("EOS runs leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check("EOS runs leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
     # busy-poll=true: the streaming thread spins while a batch is being built.
@@ -230,7 +233,8 @@ def lifecycle(Gst, tx_ns, tmp):
     check("busy-poll=true x10: a batch leaves at its timeout; NULL with a batch open "
           "returns at once", not problems, "; ".join(problems[:3]))
     now = settle_resources(baseline)
-    check("busy-poll runs leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check("busy-poll runs leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
     # frames-in-place=true: batches point into the UMEM, which outlives the
@@ -267,7 +271,8 @@ def lifecycle(Gst, tx_ns, tmp):
     check("frames-in-place: the mappings go with their last batch",
           vm_after - vm_before < 16 * 1024, f"(VmSize {vm_before} -> {vm_after} KiB)")
     now = settle_resources(baseline)
-    check("frames-in-place runs leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check("frames-in-place runs leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
 

@@ -225,7 +225,8 @@ def lifecycle(Gst, tx_ns, tmp):
     now = livenet.settle_resources(baseline)
     check(f"{CYCLES} PLAYING->NULL cycles of fanout=4: every tenth captures", not problems,
           "; ".join(problems[:3]))
-    check(f"{CYCLES} PLAYING->NULL cycles leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check(f"{CYCLES} PLAYING->NULL cycles leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
     problems, stats, pushed = livenet.paused_rounds(
@@ -249,7 +250,8 @@ def lifecycle(Gst, tx_ns, tmp):
         del pipeline, eos
     check("EOS via send_event x10 with no traffic: EOS within 1 s", not slow, str(slow))
     now = livenet.settle_resources(baseline)
-    check("PAUSED and EOS runs leave no fd or thread behind", livenet.nothing_left(now, baseline),
+    check("PAUSED and EOS runs leave no fd or thread behind",
+          livenet.nothing_left(now, baseline),
           f"(fds, threads: {baseline} before, {now} after)")
 
 
