@@ -593,7 +593,8 @@ gst_af_xdp_src_class_init (GstAfXdpSrcClass * klass)
       g_param_spec_string ("queues", "Queues",
           "Receive queues to capture, a socket and a thread each: all (every queue the "
           "interface has), a count N (queues 0 to N-1), or a list of queues and ranges "
-          "such as 0,2,4-7 (one queue alone: 3-3)", DEFAULT_QUEUES, rw_ready));
+          "such as 0,2,4-7 (one queue alone: 3-3); other afxdpsrc of the process may "
+          "capture other queues of the same interface", DEFAULT_QUEUES, rw_ready));
   g_object_class_install_property (gobject_class, PROP_BATCH_SIZE,
       g_param_spec_uint ("batch-size", "Batch size",
           "Packets per batch buffer at most (a batch holds one queue's packets; it also "
