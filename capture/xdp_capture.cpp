@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
@@ -389,6 +390,11 @@ namespace {
 // rather than finding the old one still there.
 std::mutex &programs_mutex() {
   static std::mutex m;
+  // Held across fork(): a fork while another thread holds it would leave
+  // the child's copy locked, and the child's first afxdpsrc waiting for ever.
+  static const int at_fork =
+      pthread_atfork([] { m.lock(); }, [] { m.unlock(); }, [] { m.unlock(); });
+  (void)at_fork;
   return m;
 }
 // An interface of this thread's network namespace: (the namespace's inode,

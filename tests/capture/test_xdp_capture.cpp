@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gpupacket/packet-batch.h>
@@ -666,6 +667,52 @@ TEST(XdpCaptureShared, CapturesOfOneInterfaceShareItsProgram) {
     EXPECT_EQ(again->queues().size(), 2u);
     EXPECT_NE(attached(), 0u);
     again.reset();
+    EXPECT_EQ(live.load(), 0);
+  });
+}
+
+// A fork while another thread opens and closes captures (holding the
+// process's program registry at times): the child's own capture opens or
+// fails at once, never waits for a registry lock that no thread of the
+// child will let go.
+TEST(XdpCaptureFork, ChildOpensWhileAThreadAttaches) {
+  in_own_namespace([] {
+    std::atomic<int> live{0};
+    std::atomic<bool> stop{false};
+    std::atomic<int> cycles{0};
+    const XdpSettings s = small_generic("lo");
+    std::thread cycler([&] {
+      while (!stop) {
+        std::string error, warning;
+        auto cap = XdpCapture::open(s, heap_allocate(&live), heap_discard(&live), &error, &warning);
+        cycles += cap != nullptr; // (refused while a child's capture is there)
+      }
+    });
+    while (cycles.load() < 2) usleep(1000);
+    const int cycles_before = cycles.load();
+    int hung = 0;
+    for (int i = 0; i < 40; ++i) {
+      fflush(nullptr);
+      const pid_t child = fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        alarm(5); // a child waiting on the registry's lock ends here
+        std::string error, warning;
+        std::atomic<int> child_live{0};
+        auto cap = XdpCapture::open(s, heap_allocate(&child_live), heap_discard(&child_live),
+                                    &error, &warning);
+        cap.reset(); // opened (nothing attached just then) or refused (the parent's program): both fine
+        _exit(0);
+      }
+      int status = 0;
+      ASSERT_EQ(waitpid(child, &status, 0), child);
+      hung += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      usleep(3000);
+    }
+    stop = true;
+    cycler.join();
+    EXPECT_EQ(hung, 0) << "children that never opened their capture (of 40)";
+    EXPECT_GT(cycles.load(), cycles_before) << "the thread opened no capture while the children did";
     EXPECT_EQ(live.load(), 0);
   });
 }
