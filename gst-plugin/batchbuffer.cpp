@@ -160,18 +160,13 @@ gpp_mapped_batch_finish (void *handle)
 }
 
 void
-gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns, guint64 last_ns)
+gpp_src_timestamp_live (GstElement * src, GppLiveTimestamp & timestamp, GstBuffer * buf,
+    guint64 first_ns, guint64 last_ns)
 {
-  GstClock *clock = gst_element_get_clock (src);
-  if (!clock)
+  const GstClockTime pts = timestamp.running_time (src, first_ns, gpp_capture_clock_ns ());
+  if (!GST_CLOCK_TIME_IS_VALID (pts))
     return;
-  const GstClockTime base_time = gst_element_get_base_time (src);
-  const GstClockTime now = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  const guint64 wall = gpp_capture_clock_ns ();
-  const guint64 age = wall > first_ns ? wall - first_ns : 0;
-  const GstClockTime running = now > base_time ? now - base_time : 0;
-  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = running > age ? running - age : 0;
+  GST_BUFFER_PTS (buf) = GST_BUFFER_DTS (buf) = pts;
   /* Timestamps from different CPUs may be slightly out of ring order. */
   GST_BUFFER_DURATION (buf) = last_ns > first_ns ? last_ns - first_ns : 0;
 }

@@ -9,6 +9,8 @@
 #include <functional>
 #include <memory>
 
+#include "livetimestamp.h"
+
 /* Now on the clock of the descriptors' capture timestamps (the wall clock,
  * ns since the epoch, as libpcap stamps live packets). */
 guint64 gpp_capture_clock_ns (void);
@@ -68,7 +70,7 @@ std::function<uint8_t *(size_t, void **)> gpp_mapped_batch_allocator (GstBaseSrc
 void gpp_mapped_batch_discard (void *handle);
 
 /* A live batch's PTS: the running time at which its first packet was
- * captured (`first_ns`, wall clock), i.e. now on the pipeline clock less the
- * packet's age; its duration reaches `last_ns`. */
-void gpp_src_timestamp_live (GstElement * src, GstBuffer * buf, guint64 first_ns,
-    guint64 last_ns);
+ * captured (`first_ns`, wall clock), by `timestamp` (the source's); its
+ * duration reaches `last_ns`. */
+void gpp_src_timestamp_live (GstElement * src, GppLiveTimestamp & timestamp, GstBuffer * buf,
+    guint64 first_ns, guint64 last_ns);

@@ -133,6 +133,7 @@ struct GstAfXdpSrcState
 {
   GppBatchRecycler recycler;    /* batches' memory where downstream offers none */
   std::unique_ptr<gpp::capture::XdpCapture> capture;
+  GppLiveTimestamp timestamp;   /* the batches' PTS */
   std::chrono::steady_clock::time_point next_message;
 };
 
@@ -399,7 +400,7 @@ gst_af_xdp_src_create_body (GstPushSrc * src, GstBuffer ** out)
     if (gst_buffer_get_size (buf) != batch.size)
       gst_buffer_set_size (buf, (gssize) batch.size);
   }
-  gpp_live_capture_stamp (GST_ELEMENT (self), buf, batch);
+  gpp_live_capture_stamp (GST_ELEMENT (self), self->state->timestamp, buf, batch);
   GST_LOG_OBJECT (self, "batch of %u packets from queue %u", batch.packets, batch.queue);
   {
     std::lock_guard<std::mutex> guard (self->stats->lock);
@@ -427,8 +428,10 @@ gst_af_xdp_src_change_state (GstElement * element, GstStateChange transition)
   GstAfXdpSrc *self = GST_AF_XDP_SRC (element);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_PLAYING) {
     std::lock_guard<std::mutex> guard (self->state_lock);
-    if (self->state)
+    if (self->state) {
+      self->state->timestamp.restart ();        /* a new base time, perhaps a new clock */
       gpp_live_capture_play (*self->state->capture);
+    }
   }
   const GstStateChangeReturn ret =
       GST_ELEMENT_CLASS (parent_class)->change_state (element, transition);

@@ -200,6 +200,7 @@ struct GstPcapSrcState
    * captured before it are not delivered, also those the kernel still holds
    * in an open TPACKET_V3 block or its queue (set by change_state). */
   std::atomic<guint64> playing_since_ns {0}, playing_starts {0};
+  GppLiveTimestamp timestamp;   /* live batches' PTS */
   /* fanout>1: sockets read by threads of their own. */
   std::unique_ptr<gpp::capture::PcapFanout> fanout;
   bool live = false;
@@ -954,7 +955,7 @@ gst_pcap_src_create_from_fanout (GstPcapSrc * self, GstBuffer ** out)
   if (taken != GST_FLOW_OK)
     return taken;
   GstBuffer *buf = gpp_mapped_batch_finish (batch.memory);
-  gpp_live_capture_stamp (GST_ELEMENT (self), buf, batch);
+  gpp_live_capture_stamp (GST_ELEMENT (self), self->state->timestamp, buf, batch);
   GST_LOG_OBJECT (self, "batch of %u packets from socket %u", batch.packets, batch.socket);
   gst_pcap_src_count_pushed (self, batch.packets, batch.captured_bytes);
   *out = buf;
@@ -986,7 +987,8 @@ gst_pcap_src_create_body (GstPushSrc * src, GstBuffer ** out)
   gst_buffer_unmap (buf, &map);
   GST_BUFFER_OFFSET (buf) = first_read;
   GST_BUFFER_OFFSET_END (buf) = st->batch.packets_read;
-  gpp_src_timestamp_live (GST_ELEMENT (self), buf, st->batch.first_ts, st->batch.last_ts);
+  gpp_src_timestamp_live (GST_ELEMENT (self), st->timestamp, buf, st->batch.first_ts,
+      st->batch.last_ts);
   GST_LOG_OBJECT (self, "batch of %u packets, %" G_GSIZE_FORMAT " bytes",
       st->batch.packets (), st->batch.builder.size ());
   gst_pcap_src_count_pushed (self, st->batch.packets (), st->batch.bytes);
@@ -1177,6 +1179,7 @@ gst_pcap_src_change_state (GstElement * element, GstStateChange transition)
      * socket holds from before (fanout=1), or the fanout threads delivering
      * from now on, with their cut-off stamped now. */
     self->state->playing_since_ns = gpp::capture::wall_clock_ns ();
+    self->state->timestamp.restart ();  /* a new base time, perhaps a new clock */
     self->state->playing_starts.fetch_add (1, std::memory_order_release);
     std::lock_guard<std::mutex> guard (self->stats->lock);
     if (self->stats->live_fanout)

@@ -56,14 +56,15 @@ gpp_live_capture_take (Element * self, Capture & capture, Batch * batch, const c
 }
 
 /* A taken batch's buffer `buf`: its packet numbers as offsets and its
- * capture times (gpp_src_timestamp_live). */
+ * capture times (gpp_src_timestamp_live, by the source's `timestamp`). */
 template <class Batch>
 static void
-gpp_live_capture_stamp (GstElement * self, GstBuffer * buf, const Batch & batch)
+gpp_live_capture_stamp (GstElement * self, GppLiveTimestamp & timestamp, GstBuffer * buf,
+    const Batch & batch)
 {
   GST_BUFFER_OFFSET (buf) = batch.first_number - 1;
   GST_BUFFER_OFFSET_END (buf) = batch.first_number - 1 + batch.packets;
-  gpp_src_timestamp_live (self, buf, batch.first_capture_ns, batch.last_capture_ns);
+  gpp_src_timestamp_live (self, timestamp, buf, batch.first_capture_ns, batch.last_capture_ns);
 }
 
 /* PAUSED→PLAYING: the threads deliver from the state change on (the
