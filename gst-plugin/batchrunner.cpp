@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <utility>
 
 #include "batch_builder.h"
 #include "batchbuffer.h"
@@ -381,8 +382,10 @@ GppBatchRunner::map_results (PendingItem & item, const GppBatchSettings & batch)
     return GST_FLOW_ERROR;
   }
   auto mark = std::chrono::steady_clock::now ();
-  GstMemory *results_mem = gpp_pinned_allocator_alloc_wait (dispatch_.pools.results (),
-      results_size, results_.flushing_flag ());
+  GstMemory *results_mem = take_spare_results (results_size);
+  if (!results_mem)
+    results_mem = gpp_pinned_allocator_alloc_wait (dispatch_.pools.results (), results_size,
+        results_.flushing_flag ());
   item.times.pool_wait += lap_ns (mark);
   if (!results_mem)
     return GST_FLOW_FLUSHING;
@@ -390,6 +393,33 @@ GppBatchRunner::map_results (PendingItem & item, const GppBatchSettings & batch)
   gst_buffer_append_memory (item.results, results_mem);
   gst_buffer_map (item.results, &item.results_map, GST_MAP_WRITE);
   return GST_FLOW_OK;
+}
+
+GstMemory *
+GppBatchRunner::take_spare_results (gsize size)
+{
+  GstMemory *spare = std::exchange (spare_results_, nullptr);
+  if (spare && spare->maxsize >= size) {
+    gst_memory_resize (spare, 0, size);
+    return spare;
+  }
+  if (spare)
+    gst_memory_unref (spare);
+  return nullptr;
+}
+
+void
+GppBatchRunner::keep_spare_results (gsize size)
+{
+  if (!spare_results_ && dispatch_.pools.results ())
+    spare_results_ = gpp_pinned_allocator_try_alloc (dispatch_.pools.results (), size);
+}
+
+void
+GppBatchRunner::drop_spare_results ()
+{
+  if (spare_results_)
+    gst_memory_unref (std::exchange (spare_results_, nullptr));
 }
 
 GstFlowReturn
@@ -475,6 +505,10 @@ GppBatchRunner::submit (PendingItem item, const GppBatchSettings & batch,
   }
   if (count_flows && flow == GST_FLOW_OK)
     flow = flows_.added (packets, latest_ns);
+  /* While the GPU works (or, with low-latency, before the next batch
+   * comes): the next batch's results memory, as large as this one's. */
+  if (flow == GST_FLOW_OK && gpp::is_gpu_mode (mode))
+    keep_spare_results (gpp::results_bytes (packets, batch.config));
   return flow;
 }
 
@@ -567,5 +601,6 @@ GppBatchRunner::retire_all ()
       dispatch_.engine ()->wait_oldest (&ignored);
     }
   }
+  drop_spare_results ();
   dispatch_.release (stats_);
 }

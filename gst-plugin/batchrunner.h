@@ -31,6 +31,7 @@ public:
   GppBatchRunner (GstElement * element, GstPad * srcpad, GstPad * flows_pad,
       GppProcStats & stats)
       : flows_ (flows_pad), element_ (element), srcpad_ (srcpad), stats_ (stats) {}
+  ~GppBatchRunner () { drop_spare_results (); }
 
   /* ---- set-up (READY→PAUSED) ---- */
 
@@ -113,6 +114,9 @@ private:
   bool gap_sent_ = false;       /* packet-records=false: a gap went out since the last flush */
   bool refused_caps_posted_ = false;
   GppResultsPool heap_results_; /* mode=cpu's results */
+  /* Pinned results memory taken after a batch for the next one (GPU
+   * modes): the pool's allocator is then off the next batch's way. */
+  GstMemory *spare_results_ = nullptr;
 
   /* Allocates the pinned pools where a GPU is usable, the results pool for
    * results of `record_size` bytes a packet; without one, mode=cpu still
@@ -143,6 +147,12 @@ private:
       std::chrono::steady_clock::time_point entry);
   GstFlowReturn stage_in_pool (PendingItem & item, guint pool_size_mib);
   GstFlowReturn map_results (PendingItem & item, const GppBatchSettings & batch);
+  /* The spare results memory resized to `size` bytes, or NULL when there
+   * is none that large (one too small goes back to the pool). */
+  GstMemory *take_spare_results (gsize size);
+  /* A spare of `size` bytes for the next batch, if the pool has room now. */
+  void keep_spare_results (gsize size);
+  void drop_spare_results ();
   void map_heap_results (PendingItem & item, gsize results_size);
   GstFlowReturn finish (PendingItem & item);
   GstFlowReturn flow_and_push (PendingItem & item, const GppResult * records, uint32_t count,
