@@ -388,15 +388,14 @@ namespace {
 // guards each program's claimed queues, and is held while the last user
 // lets one go (its detach), so that a capture opened meanwhile attaches anew
 // rather than finding the old one still there.
-std::mutex &programs_mutex() {
-  static std::mutex m;
-  // Held across fork(): a fork while another thread holds it would leave
-  // the child's copy locked, and the child's first afxdpsrc waiting for ever.
-  static const int at_fork =
-      pthread_atfork([] { m.lock(); }, [] { m.unlock(); }, [] { m.unlock(); });
-  (void)at_fork;
-  return m;
-}
+// (Constant-initialised: usable before any constructor of the library ran.)
+std::mutex programs_lock;
+std::mutex &programs_mutex() { return programs_lock; }
+// Held across fork(): a fork while another thread holds it would leave the
+// child's copy locked, and the child's first afxdpsrc waiting for ever.
+// Registered as the library loads, before any thread of it could fork.
+[[maybe_unused]] const int programs_lock_at_fork = pthread_atfork(
+    [] { programs_lock.lock(); }, [] { programs_lock.unlock(); }, [] { programs_lock.unlock(); });
 // An interface of this thread's network namespace: (the namespace's inode,
 // the interface's index), as interface indexes are per namespace.
 using InterfaceKey = std::pair<uint64_t, int>;

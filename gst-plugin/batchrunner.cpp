@@ -148,6 +148,7 @@ bool
 GppBatchRunner::switch_engine (gpp::Mode mode, const gpp::EngineSettings & settings)
 {
   std::string error;
+  drop_spare_results ();        /* mode=cpu has no use for it */
   if (!dispatch_.switch_to (mode, settings, stats_, &error)) {
     GST_ELEMENT_ERROR (element_, RESOURCE, SETTINGS, ("%s", error.c_str ()), (NULL));
     return false;
@@ -411,8 +412,13 @@ GppBatchRunner::take_spare_results (gsize size)
 void
 GppBatchRunner::keep_spare_results (gsize size)
 {
-  if (!spare_results_ && dispatch_.pools.results ())
+  if (spare_results_ || !dispatch_.pools.results ())
+    return;
+  try {
     spare_results_ = gpp_pinned_allocator_try_alloc (dispatch_.pools.results (), size);
+  } catch (const std::bad_alloc &) {
+    /* Only a head start for the next batch, which then allocates. */
+  }
 }
 
 void

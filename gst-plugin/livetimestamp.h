@@ -5,9 +5,11 @@
  * kReadEveryNs of wall time, not for every batch: reading it took 0.4-0.6 µs
  * of each batch's way from the capture to gpupacketproc (a live pipeline,
  * 20,000 frames/s).  Between reads the wall clock may slew against the
- * pipeline clock by at most NTP's 500 ppm, 0.5 µs; restart() when the base
- * time or the clock may have changed (PAUSED→PLAYING).  running_time() on
- * the streaming thread, restart() from any thread. */
+ * pipeline clock by at most NTP's 500 ppm, 0.5 µs; a step of the wall
+ * clock (back, or more than kReadEveryNs on) is read at the next batch.
+ * restart() when the base time or the clock may have changed
+ * (PAUSED→PLAYING).  running_time() on the streaming thread, restart() from
+ * any thread. */
 #pragma once
 
 #include <gst/gst.h>
@@ -26,7 +28,8 @@ public:
   GstClockTime running_time (GstElement * element, guint64 capture_ns, guint64 wall_now_ns)
   {
     guint64 read_after = read_after_ns_.load ();
-    if (wall_now_ns >= read_after) {
+    /* Due, or the wall clock went back since the last read. */
+    if (wall_now_ns >= read_after || wall_now_ns + kReadEveryNs < read_after) {
       GstClock *clock = gst_element_get_clock (element);
       if (!clock)
         return GST_CLOCK_TIME_NONE;

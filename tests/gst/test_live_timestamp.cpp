@@ -1,8 +1,9 @@
 // A live source's batch PTS (gst-plugin/livetimestamp.h) on a GstTestClock:
 // the running time of the capture; the clock read once a millisecond of
 // wall time, not for every batch (so a clock jump shows only at the next
-// read); restart() reads it at the next batch (a new base time); no clock:
-// no timestamp; a capture before the running time began: 0.
+// read); restart() reads it at the next batch (a new base time), as does a
+// step of the wall clock back or more than a millisecond on; no clock: no
+// timestamp; a capture before the running time began: 0.
 #include <gst/check/gsttestclock.h>
 #include <gst/gst.h>
 
@@ -55,6 +56,17 @@ int main(int argc, char **argv) {
              "restart(): the next batch reads the new base time");
   check_time(stamp.running_time(element, wall - 3 * GST_SECOND, wall + ms + 50), 0,
              "captured before the running time began: 0");
+
+  // The wall clock stepped back 2 s (the pipeline clock went on 100 us): read again at once.
+  gst_test_clock_advance_time(GST_TEST_CLOCK(clock), 100 * GST_USECOND);
+  const guint64 stepped = wall + ms + 50 - 2 * GST_SECOND;
+  check_time(stamp.running_time(element, stepped - 10, stepped),
+             2 * GST_SECOND + 100 * GST_USECOND - 10, "a step back of the wall clock: read again");
+  // ... and forward 5 s (before the millisecond is up).
+  gst_test_clock_advance_time(GST_TEST_CLOCK(clock), 100 * GST_USECOND);
+  const guint64 ahead = stepped + 5 * GST_SECOND;
+  check_time(stamp.running_time(element, ahead - 10, ahead), 2 * GST_SECOND + 200 * GST_USECOND - 10,
+             "a step on of the wall clock: read again");
 
   gst_element_set_clock(element, nullptr);
   gst_object_unref(clock);
