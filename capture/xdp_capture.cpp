@@ -364,7 +364,7 @@ struct XdpCapture::Program {
   uint32_t map_entries = 0;
   uint32_t attach_flags = 0; // XDP_FLAGS_DRV_MODE or _SKB_MODE once attached
   int link_fd = -1;          // the BPF link holding it, where attached by one
-  std::set<uint32_t> queues; // under programs_mutex()
+  std::set<uint32_t> queues; // under programs_mutex
 
   ~Program() {
     if (link_fd >= 0) {
@@ -389,13 +389,13 @@ namespace {
 // lets one go (its detach), so that a capture opened meanwhile attaches anew
 // rather than finding the old one still there.
 // (Constant-initialised: usable before any constructor of the library ran.)
-std::mutex programs_lock;
-std::mutex &programs_mutex() { return programs_lock; }
+std::mutex programs_mutex;
 // Held across fork(): a fork while another thread holds it would leave the
 // child's copy locked, and the child's first afxdpsrc waiting for ever.
 // Registered as the library loads, before any thread of it could fork.
-[[maybe_unused]] const int programs_lock_at_fork = pthread_atfork(
-    [] { programs_lock.lock(); }, [] { programs_lock.unlock(); }, [] { programs_lock.unlock(); });
+[[maybe_unused]] const int programs_mutex_at_fork =
+    pthread_atfork([] { programs_mutex.lock(); }, [] { programs_mutex.unlock(); },
+                   [] { programs_mutex.unlock(); });
 // An interface of this thread's network namespace: (the namespace's inode,
 // the interface's index), as interface indexes are per namespace.
 using InterfaceKey = std::pair<uint64_t, int>;
@@ -425,7 +425,7 @@ std::shared_ptr<XdpCapture::Program> claim_program(const XdpSettings &s, int ifi
                                                    const std::vector<uint32_t> &ids,
                                                    std::string *error, std::string *warning) {
   const std::string dev = "\"" + s.interface + "\"";
-  std::lock_guard<std::mutex> lock(programs_mutex());
+  std::lock_guard<std::mutex> lock(programs_mutex);
   const InterfaceKey key = interface_key(ifindex);
   std::shared_ptr<XdpCapture::Program> p = programs()[key].lock();
   if (p && p->pid != getpid()) p.reset(); // the parent's, before a fork: not this process's
@@ -749,7 +749,7 @@ XdpCapture::~XdpCapture() {
   stop();
   queues_.clear(); // sockets (the kernel takes them out of the map), then UMEMs
   if (!program_) return;
-  std::lock_guard<std::mutex> lock(programs_mutex());
+  std::lock_guard<std::mutex> lock(programs_mutex);
   for (uint32_t q : queue_ids_) program_->queues.erase(q);
   program_.reset(); // the last user detaches it, under the lock
   for (auto it = programs().begin(); it != programs().end();)
