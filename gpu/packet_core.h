@@ -186,21 +186,33 @@ GPP_HOST_DEVICE inline uint32_t ones_sum(const uint8_t *p, uint32_t n, uint32_t 
     wide += *reinterpret_cast<const uint16_t *>(p + i);
     i += 2;
   }
+  if (i < n) wide += p[i]; // the high byte of a big-endian word
 #else
-  for (; i + 4 <= n; i += 4) {
+  // Eight bytes an add, the carry out of bit 63 added back (end-around):
+  // the sum stays the same modulo 2^64 - 1, of which 2^16 - 1 is a divisor.
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    memcpy(&word, p + i, 8);
+    wide += word;
+    wide += wide < word;
+  }
+  uint64_t tail = 0; // at most 2^32 + 2^16 + 2^8: no carry out with the sum
+  if (i + 4 <= n) {
     uint32_t word;
     memcpy(&word, p + i, 4);
-    wide += word;
+    tail = word;
+    i += 4;
   }
   if (i + 2 <= n) {
     uint16_t half;
     memcpy(&half, p + i, 2);
-    wide += half;
+    tail += half;
     i += 2;
   }
+  if (i < n) tail += p[i]; // the high byte of a big-endian word
+  wide = (wide >> 32) + (wide & 0xffffffffu) + tail; // below 2^34
 #endif
-  if (i < n) wide += p[i]; // the high byte of a big-endian word
-  wide = (wide >> 32) + (wide & 0xffffffffu); // at most 2^32
+  wide = (wide >> 32) + (wide & 0xffffffffu); // at most 2^32 + 2
   wide = (wide >> 32) + (wide & 0xffffffffu); // below 2^32
   uint32_t folded = static_cast<uint32_t>((wide >> 16) + (wide & 0xffff));
   folded = (folded >> 16) + (folded & 0xffff);

@@ -851,6 +851,34 @@ TEST(Icmpv6, TypeAndCode) {
 
 // ---- L4 checksums --------------------------------------------------------------------
 
+// The word-wide sum against RFC 1071's definition (big-endian 16-bit words,
+// a last odd byte as a word's high byte, carries folded back) at every
+// length and start offset: all-0xff bytes carry out of every add, random
+// bytes check the byte order, and a running sum passed in is kept.
+TEST(OnesSum, MatchesTheByteWiseDefinitionAtEveryLengthAndOffset) {
+  auto reference = [](const uint8_t *p, uint32_t n, uint32_t sum) {
+    uint64_t s = sum;
+    for (uint32_t i = 0; i < n; i += 2) s += (uint32_t{p[i]} << 8) | (i + 1 < n ? p[i + 1] : 0u);
+    while (s >> 16) s = (s & 0xffff) + (s >> 16);
+    return static_cast<uint16_t>(s);
+  };
+  uint32_t state = 12345;
+  for (int fill = 0; fill < 3; ++fill) {
+    Bytes buffer(200);
+    for (auto &b : buffer) {
+      state = state * 1103515245u + 12345u;
+      b = fill == 0 ? 0xff : fill == 1 ? static_cast<uint8_t>(state >> 16) : 0x80;
+    }
+    for (uint32_t offset = 0; offset < 8; ++offset)
+      for (uint32_t n = 0; n + offset <= buffer.size(); ++n)
+        for (uint32_t sum : {0u, 0x1fffeu}) {
+          const uint8_t *p = buffer.data() + offset;
+          ASSERT_EQ(reference(p, n, sum), gpp::detail::fold_sum(gpp::detail::ones_sum(p, n, sum)))
+              << "fill " << fill << ", offset " << offset << ", " << n << " bytes, sum " << sum;
+        }
+  }
+}
+
 struct ChecksumCase {
   const char *name;
   int ip_version;
