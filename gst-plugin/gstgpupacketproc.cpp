@@ -391,6 +391,10 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
   self->linktype_refused = FALSE;
 }
 
+template <typename Set>
+static void gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
+    const GppLoadedFile<Set> & file);
+
 static GstStateChangeReturn
 gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange transition)
 {
@@ -406,6 +410,8 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
       g_free (invalid);
       return GST_STATE_CHANGE_FAILURE;
     }
+    gst_gpu_packet_proc_warn_if_empty (self, "ACL rules", self->settings->acl);
+    gst_gpu_packet_proc_warn_if_empty (self, "DPI patterns", self->settings->dpi);
     self->stats->reset ();
     auto *state = new GppBatchRunner (GST_ELEMENT (self), self->srcpad, self->flowpad,
         *self->stats);
@@ -471,6 +477,28 @@ set_is_empty (const gpp::DpiPatternSet & set)
   return set.patterns.empty ();
 }
 
+static void
+gst_gpu_packet_proc_warn_empty (GstGpuPacketProc * self, const char *what, const char *path)
+{
+  GST_ELEMENT_WARNING (self, RESOURCE, READ, ("%s from \"%s\": the file holds none; "
+          "no packet will match.", what, path), (NULL));
+}
+
+/* The warning about an empty rule or pattern file set before start. */
+template <typename Set>
+static void
+gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
+    const GppLoadedFile<Set> & file)
+{
+  GST_OBJECT_LOCK (self);
+  const bool empty = file.set && set_is_empty (*file.set);
+  const char *named = file.path.get ();
+  const std::string path = empty && named ? named : "";
+  GST_OBJECT_UNLOCK (self);
+  if (empty)
+    gst_gpu_packet_proc_warn_empty (self, what, path.c_str ());
+}
+
 /* Loads a rule or pattern file in the caller's thread, never the streaming
  * one, and swaps it in: each batch runs wholly with the old or wholly with
  * the new set.  A bad file while playing keeps the old set (warning); before
@@ -492,11 +520,15 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
     error = std::string (path) + ": cannot load: " + e.what ();
   }
 
+  GST_OBJECT_LOCK (self);
   /* An empty set is valid (it clears the stage's matches) but is rarely
-   * meant: a file emptied or cut short by a writer.  Say so. */
-  if (set && set_is_empty (*set))
-    GST_ELEMENT_WARNING (self, RESOURCE, READ, ("%s from \"%s\": the file holds none; "
-            "no packet will match.", what, path), (NULL));
+   * meant: a file emptied or cut short by a writer.  Say so now while
+   * running; before start, at start, where a bus hears it (gst-launch-1.0
+   * sets properties before the element is in a pipeline). */
+  const bool running = GST_STATE (self) > GST_STATE_READY;
+  GST_OBJECT_UNLOCK (self);
+  if (running && set && set_is_empty (*set))
+    gst_gpu_packet_proc_warn_empty (self, what, path);
   GST_OBJECT_LOCK (self);
   if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
     GST_OBJECT_UNLOCK (self);

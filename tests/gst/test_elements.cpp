@@ -2220,6 +2220,48 @@ write_temp (const char *name, const std::string & text)
   return out;
 }
 
+/* An empty rule file set before the element is in a pipeline (as
+ * gst-launch-1.0 sets properties) is warned about at start, on the bus. */
+GST_START_TEST (test_proc_empty_rules_warned_at_start)
+{
+  const std::string empty = write_temp ("gpp-empty-at-start.rules", "# nothing here\n");
+  const std::string description = "packettestsrc num-buffers=2 ! gpupacketproc acl-rules=" +
+      empty + " ! fakesink";
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (description.c_str (), &error);
+  fail_unless (pipeline != NULL && error == NULL, "gst_parse_launch: %s",
+      error ? error->message : "?");
+  GstBus *bus = gst_element_get_bus (pipeline);
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
+  std::vector<std::string> warnings;
+  for (;;) {
+    GstMessage *msg = gst_bus_timed_pop_filtered (bus, WAIT_SECONDS * GST_SECOND,
+        (GstMessageType) (GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING));
+    fail_unless (msg != NULL, "no EOS");
+    const GstMessageType type = GST_MESSAGE_TYPE (msg);
+    fail_unless (type != GST_MESSAGE_ERROR, "an error");
+    if (type == GST_MESSAGE_WARNING) {
+      GError *err = NULL;
+      gst_message_parse_warning (msg, &err, NULL);
+      warnings.push_back (err->message);
+      g_clear_error (&err);
+    }
+    gst_message_unref (msg);
+    if (type == GST_MESSAGE_EOS)
+      break;
+  }
+  fail_unless_equals_int (warnings.size (), 1);
+  assert_contains (warnings[0], "holds none");
+  assert_contains (warnings[0], "gpp-empty-at-start.rules");
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
+      GST_STATE_CHANGE_SUCCESS);
+  gst_object_unref (bus);
+  gst_object_unref (pipeline);
+  g_unlink (empty.c_str ());
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_proc_classification_files)
 {
   const Bytes batch = checksum_and_rss_batch ();     /* 3 TCP/IPv4, 2 UDP/IPv6 */
@@ -2388,6 +2430,7 @@ gpupacket_elements_suite (void)
   tcase_add_test (proc, test_proc_stress_cpu_threads);
   tcase_add_test (proc, test_proc_stress_rss_key);
   tcase_add_test (proc, test_proc_classification_files);
+  tcase_add_test (proc, test_proc_empty_rules_warned_at_start);
 
   tcase_add_test (enc, test_enc_csv);
   tcase_add_test (enc, test_enc_csv_without_header);
