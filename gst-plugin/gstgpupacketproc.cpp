@@ -393,7 +393,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
 
 template <typename Set>
 static void gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
-    const GppLoadedFile<Set> & file);
+    GppLoadedFile<Set> & file);
 
 static GstStateChangeReturn
 gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange transition)
@@ -488,14 +488,15 @@ gst_gpu_packet_proc_warn_empty (GstGpuPacketProc * self, const char *what, const
 template <typename Set>
 static void
 gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
-    const GppLoadedFile<Set> & file)
+    GppLoadedFile<Set> & file)
 {
   GST_OBJECT_LOCK (self);
-  const bool empty = file.set && set_is_empty (*file.set);
+  const bool warn = file.warn_empty_at_start;
+  file.warn_empty_at_start = false;
   const char *named = file.path.get ();
-  const std::string path = empty && named ? named : "";
+  const std::string path = warn && named ? named : "";
   GST_OBJECT_UNLOCK (self);
-  if (empty)
+  if (warn)
     gst_gpu_packet_proc_warn_empty (self, what, path.c_str ());
 }
 
@@ -521,25 +522,27 @@ gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load 
   }
 
   GST_OBJECT_LOCK (self);
-  /* An empty set is valid (it clears the stage's matches) but is rarely
-   * meant: a file emptied or cut short by a writer.  Say so now while
-   * running; before start, at start, where a bus hears it (gst-launch-1.0
-   * sets properties before the element is in a pipeline). */
-  const bool running = GST_STATE (self) > GST_STATE_READY;
-  GST_OBJECT_UNLOCK (self);
-  if (running && set && set_is_empty (*set))
-    gst_gpu_packet_proc_warn_empty (self, what, path);
-  GST_OBJECT_LOCK (self);
-  if (!error.empty () && GST_STATE (self) > GST_STATE_READY) {
+  /* Started: past READY or on the way (READY→PAUSED reads the files). */
+  const bool started = GST_STATE (self) > GST_STATE_READY ||
+      GST_STATE_PENDING (self) > GST_STATE_READY;
+  if (!error.empty () && started) {
     GST_OBJECT_UNLOCK (self);
     GST_ELEMENT_WARNING (self, RESOURCE, READ, ("Ignoring %s from \"%s\"; keeping the "
             "current ones.", what, path), ("%s", error.c_str ()));
     return;
   }
+  /* An empty set is valid (it clears the stage's matches) but is rarely
+   * meant: a file emptied or cut short by a writer.  Said once: now when
+   * started, else at start, where a bus hears it (gst-launch-1.0 sets
+   * properties before the element is in a pipeline). */
+  const bool empty = set && set_is_empty (*set);
+  file->warn_empty_at_start = empty && !started;
   file->path.set (path);
   file->error.set (error.empty () ? NULL : error.c_str ());
   file->set = std::move (set);
   GST_OBJECT_UNLOCK (self);
+  if (empty && started)
+    gst_gpu_packet_proc_warn_empty (self, what, path);
   if (!error.empty ())
     GST_WARNING_OBJECT (self, "%s", error.c_str ());
 }

@@ -256,7 +256,7 @@ gst_gpu_packet_proc_install_properties (GObjectClass * gobject_class)
           DEFAULT_PACKET_RECORDS, rw_playing));
   g_object_class_install_property (gobject_class, PROP_FLOWS,
       g_param_spec_boolean ("flows", "Flows",
-          "Meter flows: every packet with an IP header is counted into its bidirectional "
+          "Meter flows: every packet whose IP header parsed is counted into its bidirectional "
           "flow, and the records of flows that end leave by the flows pad "
           "(application/x-flow-records, gpupacket/flow-record.h). The table is in GPU memory "
           "in the GPU modes (each batch's kernel counts its packets there), in host memory in "

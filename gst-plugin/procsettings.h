@@ -122,6 +122,7 @@ struct GppLoadedFile
   GppText path;
   GppText error;
   std::shared_ptr<const Set> set;
+  bool warn_empty_at_start = false;     /* an empty set came before start: say so then */
 };
 
 /* What one batch runs with, taken whole under the object lock: a batch runs

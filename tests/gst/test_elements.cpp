@@ -2220,20 +2220,12 @@ write_temp (const char *name, const std::string & text)
   return out;
 }
 
-/* An empty rule file set before the element is in a pipeline (as
- * gst-launch-1.0 sets properties) is warned about at start, on the bus. */
-GST_START_TEST (test_proc_empty_rules_warned_at_start)
+/* Plays @pipeline from READY to EOS and returns the warnings it posted. */
+static std::vector<std::string>
+play_to_eos_warnings (GstElement * pipeline, GstBus * bus)
 {
-  const std::string empty = write_temp ("gpp-empty-at-start.rules", "# nothing here\n");
-  const std::string description = "packettestsrc num-buffers=2 ! gpupacketproc acl-rules=" +
-      empty + " ! fakesink";
-  GError *error = NULL;
-  GstElement *pipeline = gst_parse_launch (description.c_str (), &error);
-  fail_unless (pipeline != NULL && error == NULL, "gst_parse_launch: %s",
-      error ? error->message : "?");
-  GstBus *bus = gst_element_get_bus (pipeline);
-  gst_element_set_state (pipeline, GST_STATE_PLAYING);
   std::vector<std::string> warnings;
+  gst_element_set_state (pipeline, GST_STATE_PLAYING);
   for (;;) {
     GstMessage *msg = gst_bus_timed_pop_filtered (bus, WAIT_SECONDS * GST_SECOND,
         (GstMessageType) (GST_MESSAGE_EOS | GST_MESSAGE_ERROR | GST_MESSAGE_WARNING));
@@ -2250,9 +2242,29 @@ GST_START_TEST (test_proc_empty_rules_warned_at_start)
     if (type == GST_MESSAGE_EOS)
       break;
   }
+  fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_READY),
+      GST_STATE_CHANGE_SUCCESS);
+  return warnings;
+}
+
+/* An empty rule file set before the element is in a pipeline (as
+ * gst-launch-1.0 sets properties) is warned about at start, on the bus,
+ * once: not again at the next start. */
+GST_START_TEST (test_proc_empty_rules_warned_at_start)
+{
+  const std::string empty = write_temp ("gpp-empty-at-start.rules", "# nothing here\n");
+  const std::string description = "packettestsrc num-buffers=2 ! gpupacketproc acl-rules=" +
+      empty + " ! fakesink";
+  GError *error = NULL;
+  GstElement *pipeline = gst_parse_launch (description.c_str (), &error);
+  fail_unless (pipeline != NULL && error == NULL, "gst_parse_launch: %s",
+      error ? error->message : "?");
+  GstBus *bus = gst_element_get_bus (pipeline);
+  std::vector<std::string> warnings = play_to_eos_warnings (pipeline, bus);
   fail_unless_equals_int (warnings.size (), 1);
   assert_contains (warnings[0], "holds none");
   assert_contains (warnings[0], "gpp-empty-at-start.rules");
+  fail_unless_equals_int (play_to_eos_warnings (pipeline, bus).size (), 0);
   fail_unless_equals_int (gst_element_set_state (pipeline, GST_STATE_NULL),
       GST_STATE_CHANGE_SUCCESS);
   gst_object_unref (bus);
