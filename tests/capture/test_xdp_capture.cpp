@@ -677,6 +677,20 @@ TEST(XdpCaptureShared, CapturesOfOneInterfaceShareItsProgram) {
 // fails at once, never waits for a registry lock that no thread of the
 // child will let go.
 TEST(XdpCaptureFork, ChildOpensWhileAThreadAttaches) {
+#if defined(__SANITIZE_ADDRESS__) // GCC
+#define GPP_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) // clang
+#define GPP_UNDER_ASAN 1
+#endif
+#endif
+#ifdef GPP_UNDER_ASAN
+  // Before LLVM 18 (llvm/llvm-project#75290; GCC 12's libasan is older) the
+  // sanitizer's allocator held no lock across fork(): a child forked while
+  // the other thread allocates can wait on it for ever, whatever our code does.
+  GTEST_SKIP() << "under AddressSanitizer a fork while another thread allocates may leave the "
+                  "child waiting on the sanitizer's allocator lock; the normal build runs this test";
+#endif
   in_own_namespace([] {
     std::atomic<int> live{0};
     std::atomic<bool> stop{false};
