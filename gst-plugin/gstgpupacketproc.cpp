@@ -392,7 +392,7 @@ gst_gpu_packet_proc_teardown (GstGpuPacketProc * self)
 }
 
 template <typename Set>
-static void gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
+static void gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self,
     GppLoadedFile<Set> & file);
 
 static GstStateChangeReturn
@@ -410,8 +410,8 @@ gst_gpu_packet_proc_change_state_body (GstElement * element, GstStateChange tran
       g_free (invalid);
       return GST_STATE_CHANGE_FAILURE;
     }
-    gst_gpu_packet_proc_warn_if_empty (self, "ACL rules", self->settings->acl);
-    gst_gpu_packet_proc_warn_if_empty (self, "DPI patterns", self->settings->dpi);
+    gst_gpu_packet_proc_warn_if_empty (self, self->settings->acl);
+    gst_gpu_packet_proc_warn_if_empty (self, self->settings->dpi);
     self->stats->reset ();
     auto *state = new GppBatchRunner (GST_ELEMENT (self), self->srcpad, self->flowpad,
         *self->stats);
@@ -487,8 +487,7 @@ gst_gpu_packet_proc_warn_empty (GstGpuPacketProc * self, const char *what, const
 /* The warning about an empty rule or pattern file set before start. */
 template <typename Set>
 static void
-gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
-    GppLoadedFile<Set> & file)
+gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, GppLoadedFile<Set> & file)
 {
   GST_OBJECT_LOCK (self);
   const bool warn = file.warn_empty_at_start;
@@ -497,7 +496,7 @@ gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
   const std::string path = warn && named ? named : "";
   GST_OBJECT_UNLOCK (self);
   if (warn)
-    gst_gpu_packet_proc_warn_empty (self, what, path.c_str ());
+    gst_gpu_packet_proc_warn_empty (self, file.what, path.c_str ());
 }
 
 /* Loads a rule or pattern file in the caller's thread, never the streaming
@@ -507,8 +506,9 @@ gst_gpu_packet_proc_warn_if_empty (GstGpuPacketProc * self, const char *what,
 template <typename Set, typename Load>
 static void
 gst_gpu_packet_proc_set_file (GstGpuPacketProc * self, const gchar * path, Load load,
-    const char *what, GppLoadedFile<Set> *file)
+    GppLoadedFile<Set> *file)
 {
+  const char *what = file->what;
   std::shared_ptr<const Set> set;
   std::string error;
   /* No exception may leave a GObject callback: a set too large to build
@@ -558,7 +558,7 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
 
   if (prop_id == PROP_ACL_RULES) {
     gst_gpu_packet_proc_set_file (self, g_value_get_string (value), gpp::load_acl_rules,
-        "ACL rules", &self->settings->acl);
+        &self->settings->acl);
     return;
   }
   if (prop_id == PROP_DPI_PATTERNS || prop_id == PROP_DPI_SELECT) {
@@ -573,7 +573,7 @@ gst_gpu_packet_proc_set_property_body (GObject * object, guint prop_id,
     gst_gpu_packet_proc_set_file (self, path,
         [select] (const std::string & p, std::string * error) {
           return gpp::load_dpi_patterns (p, error, select);
-        }, "DPI patterns", &self->settings->dpi);
+        }, &self->settings->dpi);
     g_free (path);
     return;
   }

@@ -354,9 +354,9 @@ GppProcSettings::start_error () const
   if (vxlan_ports_error.get ())
     return g_strdup_printf ("Invalid %s.", vxlan_ports_error.get ());
   if (acl.error.get ())
-    return g_strdup_printf ("Invalid ACL rules: %s", acl.error.get ());
+    return g_strdup_printf ("Invalid %s: %s", acl.what, acl.error.get ());
   if (dpi.error.get ())
-    return g_strdup_printf ("Invalid DPI patterns: %s", dpi.error.get ());
+    return g_strdup_printf ("Invalid %s: %s", dpi.what, dpi.error.get ());
   return NULL;
 }
 

@@ -114,11 +114,14 @@ private:
   std::unique_ptr<gchar, Free> text_;
 };
 
-/* A rule or pattern file property: the path as set, why it was refused (or
- * NULL), and the set loaded from it (nullptr: none). */
+/* A rule or pattern file property: what it holds (for messages), the path
+ * as set, why it was refused (or NULL), and the set loaded from it
+ * (nullptr: none). */
 template <typename Set>
 struct GppLoadedFile
 {
+  explicit GppLoadedFile (const char *holds) : what (holds) {}
+  const char *const what;       /* "ACL rules", "DPI patterns" */
   GppText path;
   GppText error;
   std::shared_ptr<const Set> set;
@@ -178,9 +181,9 @@ struct GppProcSettings
   guint flow_active_timeout = DEFAULT_FLOW_ACTIVE_TIMEOUT;
   guint flow_max = DEFAULT_FLOW_MAX;
   guint community_id_seed = DEFAULT_COMMUNITY_ID_SEED;
-  GppLoadedFile<gpp::AclRuleSet> acl;
+  GppLoadedFile<gpp::AclRuleSet> acl {"ACL rules"};
   GstGpuPacketProcAction default_action = DEFAULT_DEFAULT_ACTION;
-  GppLoadedFile<gpp::DpiPatternSet> dpi;
+  GppLoadedFile<gpp::DpiPatternSet> dpi {"DPI patterns"};
   GstGpuPacketProcDpiSelect dpi_select = DEFAULT_DPI_SELECT;
 
   /* The properties held as plain values: sets or reads `prop_id`, FALSE
