@@ -1,6 +1,10 @@
 #include "pcap_live.h"
 
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -88,6 +92,70 @@ PcapLiveError activate_error(pcap_t *pcap, int rc, const std::string &device) {
   return e;
 }
 
+// The offloads libpcap (1.10, pcap-linux.c) looks at before it sizes an
+// immediate-mode ring slot, those on, e.g. "tso, gso"; "" when none is (or
+// the interface cannot say).  With one on the kernel may hand over packets
+// merged up to 64 KiB, so libpcap makes every slot that big.
+std::string offloads_on(int fd, const std::string &interface) {
+  struct Offload {
+    uint32_t command;
+    uint32_t flag; // in the answer's bits; 0: the answer is 0 or 1
+    const char *name;
+  };
+  static constexpr Offload kOffloads[] = {{ETHTOOL_GTSO, 0, "tso"},
+                                          {ETHTOOL_GUFO, 0, "ufo"},
+                                          {ETHTOOL_GGSO, 0, "gso"},
+                                          {ETHTOOL_GGRO, 0, "gro"},
+                                          {ETHTOOL_GFLAGS, ETH_FLAG_LRO, "lro"}};
+  std::string on;
+  for (const Offload &o : kOffloads) {
+    ethtool_value value{o.command, 0};
+    ifreq ifr{};
+    interface.copy(ifr.ifr_name, IFNAMSIZ - 1);
+    ifr.ifr_data = reinterpret_cast<char *>(&value);
+    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0) continue;
+    if (o.flag ? (value.data & o.flag) != 0 : value.data != 0)
+      on += (on.empty() ? "" : ", ") + std::string(o.name);
+  }
+  return on;
+}
+
+// libpcap's immediate-mode (TPACKET_V2) ring slot for an Ethernet packet of
+// at most `frame` bytes kept: its header, the link header's room and the
+// packet, 16-byte aligned (pcap-linux.c, create_ring).
+uint64_t immediate_slot_bytes(uint64_t frame) { return (frame + 70 + 15) & ~uint64_t{15}; }
+
+// Why an immediate-mode ring is small: an Ethernet interface with offloads
+// on makes libpcap give every packet a 64 KiB slot, a few hundred of them
+// in the default ring where its MTU would fit thousands.  "" otherwise.
+std::string offload_warning(pcap_t *p, const PcapLiveSettings &s) {
+  if (!s.immediate || pcap_datalink(p) != DLT_EN10MB) return "";
+  const int fd = pcap_fileno(p);
+  ifreq ifr{};
+  s.interface.copy(ifr.ifr_name, IFNAMSIZ - 1);
+  if (ioctl(fd, SIOCGIFMTU, &ifr) != 0) return "";
+  const std::string on = offloads_on(fd, s.interface);
+  if (on.empty()) return "";
+  constexpr uint64_t kEthernetOverhead = 18; // header, a VLAN tag, FCS (libpcap's allowance)
+  constexpr uint64_t kMergedPacket = 65535;
+  const uint64_t mtu = static_cast<uint64_t>(ifr.ifr_mtu);
+  const uint64_t by_mtu = immediate_slot_bytes(std::min<uint64_t>(s.snaplen, mtu + kEthernetOverhead));
+  const uint64_t merged = immediate_slot_bytes(
+      std::min<uint64_t>(s.snaplen, std::max(mtu, kMergedPacket) + kEthernetOverhead));
+  if (merged < 2 * by_mtu) return ""; // a small snaplen or a large MTU: little lost
+  const uint64_t ring = s.buffer_kib ? uint64_t{s.buffer_kib} * 1024 : uint64_t{2} << 20;
+  const std::string ring_kib = std::to_string(ring / 1024);
+  return "\"" + s.interface + "\" has offloads on (" + on + "): the kernel may hand over " +
+         "packets merged up to 64 KiB, so libpcap's immediate mode gives every packet a " +
+         std::to_string(merged / 1024) + " KiB ring slot and buffer-size=" + ring_kib +
+         " (KiB) holds about " + std::to_string((ring + merged - 1) / merged) + " packets (about " +
+         std::to_string((ring + by_mtu - 1) / by_mtu) + " with the offloads off); a burst " +
+         "longer than that is dropped. Turn them off, which also captures packets as they " +
+         "were on the wire (\"ethtool -K " + s.interface + " tso off gso off gro off lro " +
+         "off\", as Suricata and Zeek ask), or set immediate-mode=false (its blocks pack " +
+         "packets by their size) or a larger buffer-size";
+}
+
 } // namespace
 
 bool LiveBatch::follow_start(uint64_t starts, uint64_t since_ns, const PcapSocket &socket) {
@@ -135,6 +203,8 @@ std::unique_ptr<PcapSocket> PcapSocket::open(const PcapLiveSettings &s, PcapLive
   if (rc > 0)
     *warning = "Capturing on " + dev + " with a limitation: " + pcap_statustostr(rc) + " (" +
                pcap_geterr(p) + ")";
+  if (const std::string small_ring = offload_warning(p, s); !small_ring.empty())
+    *warning += (warning->empty() ? "" : ". ") + small_ring;
   if (!s.filter.empty()) {
     if (pcap_compile(p, &sock->program_, s.filter.c_str(), 1, PCAP_NETMASK_UNKNOWN) != 0) {
       *error = {PcapLiveError::Kind::Filter,

@@ -88,7 +88,8 @@ class PcapSocket {
 public:
   // pcap_create / pcap_activate with the settings, the filter installed, the
   // handle non-blocking; nullptr with the reason in `error`.  `warning`: a
-  // limitation pcap_activate reported.
+  // limitation pcap_activate reported, and in immediate mode a ring that
+  // the interface's offloads make small (64 KiB a slot).
   static std::unique_ptr<PcapSocket> open(const PcapLiveSettings &settings, PcapLiveError *error,
                                           std::string *warning);
   ~PcapSocket();

@@ -1271,8 +1271,10 @@ gst_pcap_src_class_init (GstPcapSrcClass * klass)
       g_param_spec_uint ("buffer-size", "Kernel buffer size",
           "Live capture: KiB of kernel ring buffer holding packets until pcapsrc "
           "takes them; a full ring drops packets (stats: dropped). In immediate mode "
-          "every packet takes a slot sized for the interface MTU, so large-MTU "
-          "interfaces need more. 0 = libpcap's default (2 MiB)", 0, MAX_BUFFER_SIZE,
+          "every packet takes a slot sized for the interface MTU, or 64 KiB while the "
+          "interface has offloads on (TSO, GSO, GRO, LRO: pcapsrc warns; turn them off "
+          "with ethtool -K), so large-MTU interfaces need more. 0 = libpcap's default "
+          "(2 MiB)", 0, MAX_BUFFER_SIZE,
           DEFAULT_BUFFER_SIZE, rw_ready));
   g_object_class_install_property (gobject_class, PROP_IMMEDIATE_MODE,
       g_param_spec_boolean ("immediate-mode", "Immediate mode",

@@ -4,7 +4,8 @@ packet-batch format, read in Python.
 
 A test script calls run(main): as root with `ip` and `tcpreplay` present it
 creates namespaces <tag>-tx and <tag>-rx joined by a veth pair (MTU 65535,
-IPv6 off so the kernel sends nothing of its own), runs itself again inside
+IPv6 off so the kernel sends nothing of its own, the receiving end's
+offloads off), runs itself again inside
 the rx namespace (`ip netns exec`, which also mounts that namespace's /sys,
 where libpcap reads interface counters) and removes both namespaces at the
 end.  Where any of that is impossible it exits 77 (skip).
@@ -58,6 +59,25 @@ def _set_up_pair(tx_ns, rx_ns, queues):
         _ip("-n", ns, "link", "set", ifname, "mtu", str(MTU), "up")
 
 
+# ethtool's legacy set commands (linux/ethtool.h): the offloads libpcap
+# looks at before it sizes an immediate-mode ring slot (64 KiB while one is
+# on, else by the MTU); veth turns TSO and GSO on.
+_ETHTOOL_SET = {"tso": 0x1f, "gso": 0x24, "gro": 0x2c}
+_SIOCETHTOOL = 0x8946
+
+
+def set_offloads(ifname, on):
+    """Turns TSO, GSO and GRO of `ifname` (in this namespace) on or off, as
+    "ethtool -K IF tso on|off gso on|off gro on|off" does."""
+    import array
+    import fcntl
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for command in _ETHTOOL_SET.values():
+            value = array.array("I", [command, int(on)])
+            address, _ = value.buffer_info()
+            fcntl.ioctl(s, _SIOCETHTOOL, struct.pack("16sP", ifname.encode(), address))
+
+
 def require_af_xdp():
     """Exits 77 where this kernel or this process cannot open AF_XDP sockets."""
     try:
@@ -71,12 +91,14 @@ def require_af_xdp():
 def run(main, mtu=None, queues=1, af_xdp=False):
     """Entry point of a test script (see the module doc): the veth pair has
     `queues` receive and transmit queues on each end and MTU `mtu` (default
-    MTU); af_xdp: skip where AF_XDP sockets cannot be opened."""
+    MTU); af_xdp: skip where AF_XDP sockets cannot be opened.  The receiving
+    end's offloads are off (set_offloads), as pcapsrc asks of its users."""
     global MTU
     if mtu:
         MTU = mtu
     sys.stdout.reconfigure(line_buffering=True)
     if len(sys.argv) > 1 and sys.argv[1] == "--inner":
+        set_offloads(RX_IF, False)
         sys.exit(main(sys.argv[2], sys.argv[3:]))
     if os.geteuid() != 0:
         skip("needs root to create network namespaces and capture")

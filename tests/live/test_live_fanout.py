@@ -32,6 +32,12 @@ thread each, on a veth pair fed with generated traffic of many flows.
     not reached) is not delivered after PLAYING (fanout=1, where the pause
     unlocks the fill that PLAYING resumes, and fanout=2); it is counted as
     discarded, and a frame sent after PLAYING is delivered.
+(i) Offloads on (veth's TSO and GSO, as livenet.run found them): pcapsrc in
+    immediate mode warns that its ring holds about 256 packets of 64 KiB
+    slots (libpcap's rule) and names "ethtool -K", immediate-mode=false and
+    buffer-size; the 16 MiB ring really drops a 1000-packet burst sent while
+    the streaming thread is held (and not once they are off).  Without
+    immediate mode, or with the offloads off, no such warning.
 
 Usage: test_live_fanout.py MAKE_SAMPLE_PCAP (run by meson as root;
 exits 77 where namespaces or tcpreplay are not available)."""
@@ -40,11 +46,13 @@ import csv
 import os
 import struct
 import tempfile
+import threading
 import time
 
 import livenet
 
 CYCLES = 100
+BURST_PACKETS = 1000  # (i): more than 256, far fewer than the ~10,000 of MTU slots
 failures = []
 
 
@@ -391,6 +399,72 @@ def defrag(Gst, tx_ns, tmp):
               f"IPv4 total lengths {expected}", sorted(lengths) == sorted(expected), f"({lengths})")
 
 
+def held_burst(Gst, tx_ns, tmp, traffic, props):
+    """`pcapsrc props` (one socket, read by the streaming thread) while 1000
+    packets come and its first batch is held downstream: (the warnings it
+    posted when it started, its stats after NULL)."""
+    _, sendable, _ = traffic
+    _, marker = livenet.marker_pcap(tmp, 12, "burst-marker.pcap")
+    burst = os.path.join(tmp, "burst.pcap")
+    livenet.write_pcap(burst, [(ts, len(d), d) for ts, _, d in sendable[:BURST_PACKETS]])
+    pipeline = Gst.parse_launch(f"pcapsrc name=src device={livenet.RX_IF} {props} "
+                                "batch-size=1 batch-timeout=1000 stats-interval=50 ! fakesink")
+    src = pipeline.get_by_name("src")
+    warnings = []
+    held = threading.Event()
+
+    def hold(pad, info):
+        held.set()
+        return Gst.PadProbeReturn.OK
+    probe = src.get_static_pad("src").add_probe(Gst.PadProbeType.BLOCK | Gst.PadProbeType.BUFFER,
+                                                hold)
+
+    def seen(m):
+        if m.type == Gst.MessageType.WARNING:
+            warnings.append(m.parse_warning()[0].message)
+        return m.type == Gst.MessageType.ELEMENT and \
+            m.get_structure().get_name() == "pcapsrc-stats"
+    pipeline.set_state(Gst.State.PLAYING)
+    if livenet.wait_bus(pipeline, Gst, seen, 10) is None:
+        pipeline.set_state(Gst.State.NULL)
+        return warnings, None
+    livenet.replay(tx_ns, marker, "--topspeed")
+    if held.wait(5):
+        livenet.replay(tx_ns, burst, f"--pps={livenet.PACKETS_PER_SECOND}")
+    src.get_static_pad("src").remove_probe(probe)
+    time.sleep(0.3)
+    return warnings, stop(Gst, pipeline, [src])[0]
+
+
+def offload_warning(Gst, tx_ns, tmp, traffic):
+    """(i)"""
+    for offloads, props in ((True, "immediate-mode=true"), (True, "immediate-mode=false"),
+                            (False, "immediate-mode=true")):
+        livenet.set_offloads(livenet.RX_IF, offloads)
+        warnings, stats = held_burst(Gst, tx_ns, tmp, traffic, props)
+        livenet.set_offloads(livenet.RX_IF, False)
+        label = f"offloads {'on' if offloads else 'off'}, {props}"
+        if stats is None:
+            check(f"{label}: capturing", False, "(no pcapsrc-stats message within 10 s)")
+            continue
+        told = [w for w in warnings if "has offloads on" in w]
+        dropped = u64(stats, "dropped")
+        if offloads and props == "immediate-mode=true":
+            check(f"{label}: warns of 64 KiB slots, about 256 packets in the ring, and names "
+                  "the fixes", len(told) == 1 and "about 256 packets" in told[0] and
+                  f"ethtool -K {livenet.RX_IF} tso off gso off" in told[0] and
+                  "immediate-mode=false" in told[0] and "buffer-size" in told[0], repr(warnings))
+            check(f"{label}: a held burst of {BURST_PACKETS} overflows the ring, counted as "
+                  "dropped", 0 < dropped < BURST_PACKETS and
+                  u64(stats, "received") == u64(stats, "packets") + dropped +
+                  u64(stats, "discarded"), stats.to_string())
+        else:
+            check(f"{label}: no offload warning", not told, repr(warnings))
+            check(f"{label}: a held burst of {BURST_PACKETS} fits the ring",
+                  dropped == 0 and u64(stats, "packets") == BURST_PACKETS + 1,
+                  stats.to_string())
+
+
 def main(tx_ns, args):
     make_sample = args[0]
     Gst = livenet.init_gst()
@@ -419,12 +493,14 @@ def main(tx_ns, args):
               "the pause is still being pushed is delivered once", not problems,
               "; ".join(problems))
     defrag(Gst, tx_ns, tmp)
+    offload_warning(Gst, tx_ns, tmp, traffic)
     print("FAIL: " + "; ".join(failures) if failures else "PASS")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    # A 1500-byte MTU: libpcap sizes immediate mode's ring slots by it, so
-    # each socket's default ring holds thousands of frames, not 256 of 64 KiB
-    # (no drops on a slow machine while the streaming thread is busy).
+    # A 1500-byte MTU, offloads off (livenet.run): libpcap sizes immediate
+    # mode's ring slots by the MTU, so each socket's default ring holds
+    # about 10,000 frames, not 256 of 64 KiB (no drops on a slow machine
+    # while a socket's thread waits; with qm one socket takes every packet).
     livenet.run(main, mtu=1500)
