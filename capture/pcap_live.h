@@ -18,13 +18,19 @@
 
 namespace gpp::capture {
 
+// The defaults of a live capture, pcapsrc's properties' too.
+constexpr uint32_t kDefaultSnaplen = 262144;  // tcpdump's: whole packets
+constexpr bool kDefaultPromiscuous = true;
+constexpr uint32_t kDefaultBufferKib = 16384; // the kernel ring of each socket
+constexpr bool kDefaultImmediate = true;
+
 struct PcapLiveSettings {
   std::string interface;
   std::string filter;           // BPF, tcpdump syntax; "" = none
-  uint32_t snaplen = 262144;
-  bool promiscuous = true;
-  uint32_t buffer_kib = 16384;  // kernel ring; 0 = libpcap's default
-  bool immediate = true;
+  uint32_t snaplen = kDefaultSnaplen;
+  bool promiscuous = kDefaultPromiscuous;
+  uint32_t buffer_kib = kDefaultBufferKib; // 0 = libpcap's default
+  bool immediate = kDefaultImmediate;
   uint32_t timeout_us = 1000;   // batch-timeout: bounds libpcap's block timeout
 };
 

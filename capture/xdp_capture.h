@@ -30,6 +30,11 @@ namespace gpp::capture {
 enum class XdpCopyMode { Auto, ZeroCopy, Copy };   // XDP_ZEROCOPY / XDP_COPY bind
 enum class XdpAttachMode { Auto, Native, Generic }; // driver or SKB mode program
 
+// The defaults of a capture, afxdpsrc's properties' too.
+constexpr uint32_t kDefaultFrameCount = 8192;
+constexpr uint32_t kDefaultFrameSize = 4096;
+constexpr uint32_t kDefaultRingSize = 2048;
+
 struct XdpSettings {
   std::string interface;
   // Receive queues to open, in this order; empty: every one the interface has.
@@ -37,9 +42,9 @@ struct XdpSettings {
   XdpCopyMode copy_mode = XdpCopyMode::Auto;
   XdpAttachMode attach_mode = XdpAttachMode::Auto;
   bool busy_poll = false;       // SO_PREFER_BUSY_POLL: the thread drives the NIC's NAPI
-  uint32_t frame_count = 8192;  // UMEM frames per queue (a power of two)
-  uint32_t frame_size = 4096;   // bytes per frame: the longest packet captured whole
-  uint32_t ring_size = 2048;    // RX ring entries (a power of two, at most frame_count / 4;
+  uint32_t frame_count = kDefaultFrameCount; // UMEM frames per queue (a power of two)
+  uint32_t frame_size = kDefaultFrameSize;   // bytes per frame: the longest packet captured whole
+  uint32_t ring_size = kDefaultRingSize;     // RX ring entries (a power of two, at most frame_count / 4;
                                 // the fill ring has twice as many)
   uint32_t batch_capacity_bytes = 16u << 20; // memory asked for each batch
   // Frames in place: a batch's packets are its frames, where the kernel

@@ -73,16 +73,16 @@ GST_DEBUG_CATEGORY_STATIC (gst_pcap_src_debug);
 #define DEFAULT_LOCATION NULL
 #define DEFAULT_DEVICE NULL
 #define DEFAULT_FILTER NULL
-#define DEFAULT_BATCH_SIZE 256
-#define MAX_BATCH_SIZE (1u << 20)
-#define DEFAULT_BATCH_TIMEOUT 1000      /* µs */
-#define MAX_BATCH_TIMEOUT 10000000      /* µs */
-#define DEFAULT_SNAPLEN 262144          /* tcpdump's default: whole packets */
-#define DEFAULT_PROMISCUOUS TRUE
-#define DEFAULT_BUFFER_SIZE 16384       /* KiB */
+#define DEFAULT_BATCH_SIZE GPP_SRC_DEFAULT_BATCH_SIZE
+#define MAX_BATCH_SIZE GPP_SRC_MAX_BATCH_SIZE
+#define DEFAULT_BATCH_TIMEOUT GPP_SRC_DEFAULT_BATCH_TIMEOUT
+#define MAX_BATCH_TIMEOUT GPP_SRC_MAX_BATCH_TIMEOUT
+#define DEFAULT_SNAPLEN gpp::capture::kDefaultSnaplen
+#define DEFAULT_PROMISCUOUS gpp::capture::kDefaultPromiscuous
+#define DEFAULT_BUFFER_SIZE gpp::capture::kDefaultBufferKib     /* KiB */
 #define MAX_BUFFER_SIZE (G_MAXINT / 1024)
-#define DEFAULT_IMMEDIATE_MODE TRUE
-#define DEFAULT_STATS_INTERVAL 1000     /* ms */
+#define DEFAULT_IMMEDIATE_MODE gpp::capture::kDefaultImmediate
+#define DEFAULT_STATS_INTERVAL GPP_SRC_DEFAULT_STATS_INTERVAL
 #define DEFAULT_THREADS 0
 #define MAX_THREADS 256
 /* Threads that write a file's batches when threads=0: copying packets into

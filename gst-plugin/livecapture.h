@@ -12,6 +12,14 @@
 
 #include "batchbuffer.h"
 
+/* The batching and stats properties of pcapsrc (files and live) and
+ * afxdpsrc, which make one batch format on the same terms. */
+#define GPP_SRC_DEFAULT_BATCH_SIZE 256
+#define GPP_SRC_MAX_BATCH_SIZE (1u << 20)
+#define GPP_SRC_DEFAULT_BATCH_TIMEOUT 1000      /* µs */
+#define GPP_SRC_MAX_BATCH_TIMEOUT 10000000      /* µs */
+#define GPP_SRC_DEFAULT_STATS_INTERVAL 1000     /* ms */
+
 /* Longest wait for a batch before create () looks at its state again. */
 #define GPP_LIVE_TAKE_WAIT_NS (100 * GST_MSECOND)
 
