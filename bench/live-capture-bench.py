@@ -267,10 +267,20 @@ class Bench:
             skip("cannot create a veth pair in a namespace: " + r.stdout.strip())
         for ns, ifc in ((self.ns_tx, self.tx), (self.ns_rx, self.rx)):
             self.bring_up(ns, ifc)
+        self.set_offloads(self.ns_rx, self.rx, self.args.offloads == "on")
         self.queues = queues
         if self.args.xdp_frames:
             self.make_forwarding()
         time.sleep(0.2)
+
+    def set_offloads(self, ns, ifc, on):
+        """TSO, GSO and GRO of IFC in NS (tests/live/livenet.py's set_offloads,
+        as "ethtool -K IFC tso off gso off gro off"): with one on, pcapsrc's
+        immediate mode gets 64 KiB ring slots (256 in its default ring)."""
+        code = ("import sys; sys.path.insert(0, %r); import livenet; livenet.set_offloads(%r, %r)"
+                % (os.path.join(SOURCE, "tests", "live"), ifc, on))
+        self.sh(["ip", "netns", "exec", ns, sys.executable, "-c", code],
+                record="receiving veth's offloads %s" % ("on" if on else "off"))
 
     def bring_up(self, ns, ifc):
         """IFC in NS up, without IPv6 (router solicitations would be captured)."""
@@ -1018,6 +1028,9 @@ def main():
                    "the copy into the UMEM) in kernel threads, one core a queue; pcapsrc's "
                    "receive path (the packet socket's copy) steered to one core by RPS "
                    "(default: both in the senders' softirq)")
+    p.add_argument("--offloads", choices=("off", "on"), default="off",
+                   help="the receiving veth's TSO, GSO and GRO (default off, as pcapsrc asks: "
+                   "with them on its immediate mode's ring has 64 KiB slots, 256 of them)")
     p.add_argument("--oversubscribe", action="store_true",
                    help="run afxdpsrc queue counts that leave no core for the sender")
     p.add_argument("--build", default=os.path.join(SOURCE, "build"),
