@@ -432,7 +432,9 @@ def held_burst(Gst, tx_ns, tmp, traffic, props):
     if held.wait(5):
         livenet.replay(tx_ns, burst, f"--pps={livenet.PACKETS_PER_SECOND}")
     src.get_static_pad("src").remove_probe(probe)
-    time.sleep(0.3)
+    # Until the ring is read out: every packet pushed or counted as dropped.
+    livenet.poll(lambda: src.get_property("stats"),
+                 lambda st: u64(st, "packets") + u64(st, "dropped") >= BURST_PACKETS + 1, 10)
     return warnings, stop(Gst, pipeline, [src])[0]
 
 
