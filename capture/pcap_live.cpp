@@ -1,10 +1,7 @@
 #include "pcap_live.h"
 
 #include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "interface_ioctl.h"
 #include "pcap_linktype.h"
 
 namespace gpp::capture {
@@ -110,10 +108,7 @@ std::string offloads_on(int fd, const std::string &interface) {
   std::string on;
   for (const Offload &o : kOffloads) {
     ethtool_value value{o.command, 0};
-    ifreq ifr{};
-    interface.copy(ifr.ifr_name, IFNAMSIZ - 1);
-    ifr.ifr_data = reinterpret_cast<char *>(&value);
-    if (ioctl(fd, SIOCETHTOOL, &ifr) != 0) continue;
+    if (!ethtool_ask(fd, interface, &value)) continue;
     if (o.flag ? (value.data & o.flag) != 0 : value.data != 0)
       on += (on.empty() ? "" : ", ") + std::string(o.name);
   }
@@ -131,8 +126,7 @@ uint64_t immediate_slot_bytes(uint64_t frame) { return (frame + 70 + 15) & ~uint
 std::string offload_warning(pcap_t *p, const PcapLiveSettings &s) {
   if (!s.immediate || pcap_datalink(p) != DLT_EN10MB) return "";
   const int fd = pcap_fileno(p);
-  ifreq ifr{};
-  s.interface.copy(ifr.ifr_name, IFNAMSIZ - 1);
+  ifreq ifr = interface_request(s.interface);
   if (ioctl(fd, SIOCGIFMTU, &ifr) != 0) return "";
   const std::string on = offloads_on(fd, s.interface);
   if (on.empty()) return "";

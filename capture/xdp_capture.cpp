@@ -4,7 +4,6 @@
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 #include <linux/ethtool.h>
-#include <linux/sockios.h>
 #include <dirent.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
@@ -12,7 +11,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -38,6 +36,7 @@
 
 #include <gpupacket/packet-batch.h>
 
+#include "interface_ioctl.h"
 #include "spin_lock.h"
 
 #ifndef SO_PREFER_BUSY_POLL
@@ -255,12 +254,9 @@ uint32_t ethtool_queues(const std::string &interface, bool rx) {
   if (fd < 0) return 0;
   ethtool_channels channels{};
   channels.cmd = ETHTOOL_GCHANNELS;
-  ifreq request{};
-  strncpy(request.ifr_name, interface.c_str(), IFNAMSIZ - 1);
-  request.ifr_data = reinterpret_cast<char *>(&channels);
-  const int rc = ioctl(fd, SIOCETHTOOL, &request);
+  const bool answered = ethtool_ask(fd, interface, &channels);
   close(fd);
-  if (rc != 0) return 0;
+  if (!answered) return 0;
   return (rx ? channels.rx_count : channels.tx_count) + channels.combined_count;
 }
 
